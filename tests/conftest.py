@@ -1,0 +1,19 @@
+"""Session-wide isolation: no telemetry, no price-list download, a private PREFECT_HOME.
+
+Set before anything imports prefect or litellm, so every test (and every process a test starts, which
+inherits os.environ) runs against temporary state, never the user's ~/.prefect.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+os.environ["DO_NOT_TRACK"] = "1"
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="evalduck-test-prefect-"))
+os.environ["PREFECT_LOGGING_TO_API_ENABLED"] = "false"
+os.environ.pop("PREFECT_API_URL", None)
+os.environ.pop("EVALDUCK_JUDGE_MODEL", None)
+os.environ.pop("EVALDUCK_DB", None)
