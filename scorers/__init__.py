@@ -1,0 +1,49 @@
+"""evalduck scorers: a pure library (no prefect) of scorer pipelines, with an LLM judge through litellm.
+
+>>> from scorers import create_textual_difference_scorer
+>>> create_textual_difference_scorer().run(input="q", output="Paris", ground_truth="Paris").score
+1.0
+"""
+
+from __future__ import annotations
+
+from scorers._context import ScorerInput, StepContext
+from scorers._errors import (
+    ConfigError,
+    EvalduckError,
+    InvalidJudgeAnswer,
+    JudgeConfigError,
+    JudgeError,
+    JudgeTransientError,
+    ScorerInputError,
+    StepResultError,
+)
+from scorers._judge import JudgeSettings
+from scorers._result import JudgeUsage, ScorerResult, StepOutput
+from scorers._scorer import Scorer, create_scorer
+from scorers._step import JudgePrompt, Step
+from scorers.prebuilt import create_answer_relevancy_scorer, create_textual_difference_scorer, create_tone_scorer
+
+__all__ = (
+    "create_scorer",
+    "create_answer_relevancy_scorer",
+    "create_tone_scorer",
+    "create_textual_difference_scorer",
+    "Scorer",
+    "Step",
+    "JudgePrompt",
+    "StepContext",
+    "ScorerInput",
+    "ScorerResult",
+    "StepOutput",
+    "JudgeSettings",
+    "JudgeUsage",
+    "EvalduckError",
+    "ConfigError",
+    "ScorerInputError",
+    "StepResultError",
+    "JudgeError",
+    "JudgeTransientError",
+    "JudgeConfigError",
+    "InvalidJudgeAnswer",
+)

@@ -1,0 +1,63 @@
+"""Step cache keys: sha256 over the canonical JSON of named components.
+
+Everything that can change a step's result is a component; what cannot (run id, timeouts, retries,
+concurrency, API keys, api_base, clients) is left out, so keys are stable across runs and machines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ("KEY_FORMAT_VERSION", "EXCLUDED_SETTINGS", "canonical_json", "hash_components", "without_excluded")
+
+logger = logging.getLogger("scorers.cache_key")
+
+KEY_FORMAT_VERSION = 1
+
+# Settings that cannot change what a judge answers, or must never be stored: never in a key.
+EXCLUDED_SETTINGS: frozenset[str] = frozenset(
+    {
+        "run_id",
+        "timeout",
+        "retries",
+        "num_retries",
+        "max_retries",
+        "concurrency",
+        "api_key",
+        "api_base",
+        "base_url",
+        "api_version",
+        "organization",
+        "headers",
+        "extra_headers",
+        "client",
+        "metadata",
+    }
+)
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace, no NaN: the same value always gives the same text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def without_excluded(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` minus the excluded names, and minus anything that looks like a secret."""
+    return {
+        k: v
+        for k, v in settings.items()
+        if k not in EXCLUDED_SETTINGS and not any(s in k.lower() for s in ("key", "token", "secret", "password"))
+    }
+
+
+def hash_components(components: Mapping[str, Any]) -> str:
+    """sha256 hex of the components' canonical JSON, with the key format version added."""
+    text = canonical_json({"key_format": KEY_FORMAT_VERSION, **components})
+    key = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("cache key %s from %s", key, text[:2000])
+    return key

@@ -1,0 +1,69 @@
+"""Text out of a run field that may be a string or a list of chat messages."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ("check_text_field", "input_text", "output_text", "plain_text", "split_sentences")
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def check_text_field(value: Any, field: str) -> None:
+    """Raise ValueError unless ``value`` is a string, a chat message, or a list of chat messages.
+
+    A chat message is a mapping with a string ``role`` and a string ``content``.
+    """
+    if value is None or isinstance(value, str):
+        return
+    messages = [value] if isinstance(value, Mapping) else value
+    if not isinstance(messages, Sequence) or isinstance(messages, (bytes, bytearray)):
+        raise ValueError(f"`{field}` must be a string or a list of chat messages, got {type(value).__name__}")
+    for i, message in enumerate(messages):
+        where = f"`{field}[{i}]`"
+        if not isinstance(message, Mapping):
+            raise ValueError(f"{where} must be a chat message {{'role', 'content'}}, got {message!r:.80}")
+        if not isinstance(message.get("role"), str):
+            raise ValueError(f"{where}.role must be a string, got {message.get('role')!r:.80}")
+        content = message.get("content")
+        if not isinstance(content, str):
+            raise ValueError(f"{where}.content must be a string, got {type(content).__name__}: {content!r:.80}")
+
+
+def _messages(value: Any) -> list[Mapping[str, Any]]:
+    return [value] if isinstance(value, Mapping) else list(value)
+
+
+def input_text(value: Any) -> str:
+    """The question: the string itself, or the content of the first user message ("" if none)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return next((str(m["content"]) for m in _messages(value) if m.get("role") == "user"), "")
+
+
+def output_text(value: Any) -> str:
+    """The answer: the string itself, or the assistant messages' content joined by newlines."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return "\n".join(str(m["content"]) for m in _messages(value) if m.get("role") == "assistant")
+
+
+def plain_text(value: Any) -> str:
+    """A ground truth or other reference: a string, or the text of its messages."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return "\n".join(str(m["content"]) for m in _messages(value))
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences, split after . ! ? followed by whitespace; only that whitespace is dropped, so trailing
+    text without punctuation is a sentence too."""
+    return [part for part in (p.strip() for p in _SENTENCE_END.split(text.strip())) if part]

@@ -1,0 +1,199 @@
+"""The Scorer (frozen: id, version, steps, options), its builder, and the standalone run."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scorers._cache_key import canonical_json
+from scorers._context import STEP_ORDER, ScorerInput, StepContext
+from scorers._errors import ConfigError
+from scorers._judge import JudgeSettings
+from scorers._result import ScorerResult, StepOutput
+from scorers._retry import with_retries
+from scorers._step import JudgePrompt, Step, StepFunction
+
+__all__ = ("Scorer", "create_scorer")
+
+_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scorer:
+    """A pipeline of steps in the order preprocess, analyze, generate_score, generate_reason.
+
+    ``run``/``arun`` take keyword arguments (input=, output=, ground_truth=, request_context=, run_id=) or
+    one Mastra-shaped dict ({"input", "output", "groundTruth", "requestContext", "runId"}).
+    """
+
+    id: str
+    version: str
+    description: str = ""
+    steps: tuple[Step, ...]
+    options: Mapping[str, Any] = field(default_factory=dict)
+    judge: JudgeSettings | None = None
+
+    def step(self, name: str) -> Step:
+        """The step called ``name``."""
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise KeyError(f"{self.id} has no step {name!r} (steps: {', '.join(s.name for s in self.steps)})")
+
+    def context_for(
+        self,
+        step_name: str,
+        run: ScorerInput | Mapping[str, Any],
+        results: Mapping[str, Any] | None = None,
+        score: float | None = None,
+    ) -> StepContext:
+        """The context ``step_name`` sees: only earlier steps' results, and the score only for generate_reason."""
+        self.step(step_name)
+        earlier = STEP_ORDER[: STEP_ORDER.index(step_name)]
+        return StepContext(
+            run=ScorerInput.from_call((run,), {}),
+            results={k: v for k, v in (results or {}).items() if k in earlier},
+            score=score if step_name == "generate_reason" else None,
+        )
+
+    async def arun(self, *args: Any, **kwargs: Any) -> ScorerResult:
+        """Score one run, step by step, retrying transient judge errors per ``JudgeSettings.retries``."""
+        run = ScorerInput.from_call(args, kwargs)
+        retries = self.judge.retries if self.judge is not None else 0
+        outputs: dict[str, StepOutput] = {}
+        score: float | None = None
+        for step in self.steps:
+            ctx = self.context_for(step.name, run, {k: v.result for k, v in outputs.items()}, score)
+            runner = step.arun
+            outputs[step.name] = await with_retries(lambda: runner(ctx), retries=retries, label=step.label)
+            if step.name == "generate_score":
+                score = float(outputs[step.name].result)
+        return self.assemble(run, outputs)
+
+    def run(self, *args: Any, **kwargs: Any) -> ScorerResult:
+        """Synchronous ``arun``; works inside a running event loop too (e.g. a notebook)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(*args, **kwargs))
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["result"] = asyncio.run(self.arun(*args, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                box["error"] = exc
+
+        thread = threading.Thread(target=target, name=f"{self.id}-run")
+        thread.start()
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
+
+    def assemble(self, run: ScorerInput | Mapping[str, Any], outputs: Mapping[str, StepOutput]) -> ScorerResult:
+        """The ScorerResult from per-step outputs computed elsewhere (e.g. one Prefect task per step)."""
+        run = ScorerInput.from_call((run,), {})
+        missing = [s.name for s in self.steps if s.name not in outputs]
+        if missing:
+            raise ValueError(f"{self.id}: no output for step(s) {', '.join(missing)}")
+
+        def part(name: str) -> StepOutput:
+            return outputs.get(name) or StepOutput(result=None)
+
+        return ScorerResult(
+            run_id=run.run_id,
+            score=float(outputs["generate_score"].result),
+            reason=part("generate_reason").result,
+            preprocess_prompt=part("preprocess").prompt,
+            preprocess_step_result=part("preprocess").result,
+            analyze_prompt=part("analyze").prompt,
+            analyze_step_result=part("analyze").result,
+            generate_score_prompt=part("generate_score").prompt,
+            generate_reason_prompt=part("generate_reason").prompt,
+            input=run.input,
+            output=run.output,
+            ground_truth=run.ground_truth,
+            request_context=run.request_context,
+            scorer_id=self.id,
+            scorer_version=self.version,
+            usage=[u for s in self.steps for u in part(s.name).usage],
+        )
+
+
+StepSpec = StepFunction | JudgePrompt
+
+
+def create_scorer(
+    id: str,  # noqa: A002 - Mastra's name for it
+    *,
+    generate_score: StepFunction,
+    preprocess: StepSpec | None = None,
+    analyze: StepSpec | None = None,
+    generate_reason: StepSpec | None = None,
+    version: str = "1",
+    description: str = "",
+    instructions: str = "",
+    judge: JudgeSettings | Mapping[str, Any] | str | None = None,
+    options: Mapping[str, Any] | None = None,
+    step_params: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Scorer:
+    """Build a scorer from step functions and judge prompts.
+
+    Args:
+        id: stable id, e.g. "my-scorer" (lowercase letters, digits, ".", "_", "-").
+        generate_score: ``fn(ctx) -> number`` (sync or async); ``ctx.results`` holds earlier results.
+        preprocess, analyze, generate_reason: a function or a ``JudgePrompt``.
+        version: part of every cache key: bump it when step logic changes.
+        instructions: the judge's system message.
+        judge: settings for judge steps (model string or partial settings; the model defaults to
+            $EVALDUCK_JUDGE_MODEL). Needed only when a step is a JudgePrompt.
+        options: JSON-able options, stored with runs; function steps key on them unless ``step_params``
+            names their parameters.
+        step_params: per-step parameters for cache keys, e.g. ``{"generate_score": {"scale": 2}}``, so that
+            changing one step's parameter re-runs only the steps that use it.
+
+    Example:
+        >>> s = create_scorer("length", generate_score=lambda ctx: min(1.0, len(ctx.run.output) / 100))
+        >>> s.run(input="q", output="x" * 50).score
+        0.5
+    """
+    if not isinstance(id, str) or not _ID.fullmatch(id):
+        raise ConfigError(f"`id` must be lowercase letters, digits, '.', '_' or '-', got {id!r}")
+    if not isinstance(version, str) or not version:
+        raise ConfigError(f"`version` must be a non-empty string, got {version!r}")
+    options = dict(options or {})
+    try:
+        canonical_json(options)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"`options` must be JSON-serialisable: {exc}") from None
+    specs = {"preprocess": preprocess, "analyze": analyze, "generate_score": generate_score, "generate_reason": generate_reason}
+    unknown = sorted(set(step_params or {}) - set(STEP_ORDER))
+    if unknown:
+        raise ConfigError(f"`step_params` has unknown step(s) {', '.join(unknown)}")
+    needs_judge = any(isinstance(s, JudgePrompt) for s in specs.values())
+    settings = JudgeSettings.resolve(judge) if needs_judge else None
+    steps = []
+    for name in STEP_ORDER:
+        spec = specs[name]
+        if spec is None:
+            continue
+        is_judge = isinstance(spec, JudgePrompt)
+        default_params = {} if is_judge else options
+        steps.append(
+            Step(
+                name=name,
+                scorer_id=id,
+                scorer_version=version,
+                fn=None if is_judge else spec,
+                judge_prompt=spec if is_judge else None,
+                judge=settings if is_judge else None,
+                instructions=instructions,
+                params=dict((step_params or {}).get(name, default_params)),
+            )
+        )
+    return Scorer(id=id, version=version, description=description, steps=tuple(steps), options=options, judge=settings)

@@ -1,0 +1,68 @@
+"""Textual difference (code), SPEC 3.3: rapidfuzz similarity of the output with the ground truth (else
+the input), discounted by the length difference: ``score = ratio * (1 - lengthDiff) * scale``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rapidfuzz.distance import Indel, Levenshtein
+
+from scorers._context import StepContext
+from scorers._scorer import Scorer, create_scorer
+from scorers.prebuilt._options import ScaleOptions, parse_options
+from scorers.prebuilt._text import answer, reference_or_input
+
+__all__ = ("SCORER_ID", "VERSION", "create_textual_difference_scorer", "text_difference", "difference_score")
+
+SCORER_ID = "textual-difference-scorer"
+VERSION = "1"
+
+
+class TextualDifferenceOptions(ScaleOptions):
+    """Only `scale`."""
+
+
+def text_difference(a: str, b: str) -> dict[str, float | int]:
+    """ratio (Indel normalized similarity; 1 for two empty texts), changes (non-equal Levenshtein
+    opcodes), lengthDiff (|len a - len b| / max len; 0 for two empty texts), confidence (1 - lengthDiff)."""
+    longest = max(len(a), len(b))
+    ratio = 1.0 if longest == 0 else float(Indel.normalized_similarity(a, b))
+    changes = sum(1 for op in Levenshtein.opcodes(a, b) if op.tag != "equal")
+    length_diff = 0.0 if longest == 0 else abs(len(a) - len(b)) / longest
+    return {"ratio": ratio, "changes": changes, "lengthDiff": length_diff, "confidence": 1 - length_diff}
+
+
+def difference_score(analysis: Mapping[str, float | int], scale: float) -> float:
+    """``ratio * confidence * scale``."""
+    return float(analysis["ratio"]) * float(analysis["confidence"]) * scale
+
+
+def create_textual_difference_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
+    """How close the output's text is to the ground truth (else the input); identical texts score ``scale``.
+
+    Args:
+        options: a mapping with ``scale``; keywords win.
+        scale: the score's maximum, > 0 (default 1.0).
+
+    Example:
+        >>> create_textual_difference_scorer().run(input="q", output="Paris", ground_truth="Paris").score
+        1.0
+    """
+    scale = parse_options(TextualDifferenceOptions, options, kwargs).scale
+
+    def analyze(ctx: StepContext) -> dict[str, float | int]:
+        return text_difference(answer(ctx.run), reference_or_input(ctx.run, SCORER_ID))
+
+    def generate_score(ctx: StepContext) -> float:
+        return difference_score(ctx.results["analyze"], scale)
+
+    return create_scorer(
+        SCORER_ID,
+        version=VERSION,
+        description="Text similarity of the output with the ground truth (else the input), by rapidfuzz.",
+        options={"scale": scale},
+        analyze=analyze,
+        generate_score=generate_score,
+        step_params={"analyze": {}, "generate_score": {"scale": scale}},
+    )

@@ -1,0 +1,103 @@
+"""Tone consistency (code), SPEC 3.2: VADER compound sentiment, compared or checked for stability.
+
+Comparison mode (output and reference both non-empty; reference = reference_tone, else ground truth,
+else input): ``score = (1 - |response - reference| / 2) * scale``. Stability mode (otherwise, on the
+non-empty text, output preferred): ``score = (1 - population variance of sentence compounds) * scale``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+
+from scorers._context import ScorerInput, StepContext
+from scorers._messages import input_text, plain_text, split_sentences
+from scorers._scorer import Scorer, create_scorer
+from scorers.prebuilt._options import ScaleOptions, parse_options
+from scorers.prebuilt._text import answer
+
+__all__ = ("SCORER_ID", "VERSION", "compound", "create_tone_scorer", "tone_analysis", "tone_score")
+
+SCORER_ID = "tone-scorer"
+VERSION = "1"
+
+
+class ToneOptions(ScaleOptions):
+    reference_tone: str | None = None
+
+
+@lru_cache(maxsize=1)
+def _analyzer() -> Any:
+    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+    return SentimentIntensityAnalyzer()
+
+
+def compound(text: str) -> float:
+    """VADER's compound sentiment of ``text``, in [-1, 1]."""
+    return float(_analyzer().polarity_scores(text)["compound"])
+
+
+def _reference(run: ScorerInput, reference_tone: str | None) -> str:
+    if reference_tone is not None:
+        return reference_tone
+    if run.ground_truth is not None:
+        return plain_text(run.ground_truth)
+    return input_text(run.input)
+
+
+def tone_analysis(response: str, reference: str) -> dict[str, float]:
+    """The analyze step result for a response and its reference text (either may be empty)."""
+    if response.strip() and reference.strip():
+        r, ref = compound(response), compound(reference)
+        return {"responseSentiment": r, "referenceSentiment": ref, "difference": abs(r - ref)}
+    text = response if response.strip() else reference
+    values = [compound(s) for s in split_sentences(text)]
+    if not values:
+        return {"avgSentiment": 0.0, "sentimentVariance": 0.0}
+    return {"avgSentiment": statistics.fmean(values), "sentimentVariance": statistics.pvariance(values)}
+
+
+def tone_score(analysis: Mapping[str, float], scale: float) -> float:
+    """``(1 - difference / 2) * scale`` in comparison mode, ``(1 - variance) * scale`` in stability mode."""
+    if "difference" in analysis:
+        raw = 1 - analysis["difference"] / 2
+    else:
+        raw = 1 - analysis["sentimentVariance"] / 1
+    return min(1.0, max(0.0, raw)) * scale
+
+
+def create_tone_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
+    """Tone consistency of the output with a reference, or tone stability within the output.
+
+    Args:
+        options: a mapping of the keyword options below (snake_case or camelCase); keywords win.
+        scale: the score's maximum, > 0 (default 1.0).
+        reference_tone: a fixed text whose tone the output should match (default: the ground truth, else
+            the input).
+
+    Example:
+        >>> create_tone_scorer().run(input="Thanks, that is great!", output="Glad it helped, great!").score > 0.9
+        True
+    """
+    opts = parse_options(ToneOptions, options, kwargs)
+    scale, reference_tone = opts.scale, opts.reference_tone
+
+    def analyze(ctx: StepContext) -> dict[str, float]:
+        return tone_analysis(answer(ctx.run), _reference(ctx.run, reference_tone))
+
+    def generate_score(ctx: StepContext) -> float:
+        return tone_score(ctx.results["analyze"], scale)
+
+    return create_scorer(
+        SCORER_ID,
+        version=VERSION,
+        description="Tone consistency with a reference (or stability within the output), by VADER sentiment.",
+        options={"scale": scale, "reference_tone": reference_tone},
+        analyze=analyze,
+        generate_score=generate_score,
+        step_params={"analyze": {"reference_tone": reference_tone}, "generate_score": {"scale": scale}},
+    )
