@@ -1,0 +1,30 @@
+"""The DuckDB results store: schema and migrations, crash-safe upserts, run references, comparisons.
+
+Never imports prefect, so the results CLI starts fast.
+"""
+
+from __future__ import annotations
+
+from flows.store.errors import SchemaVersionError, StoreError, StoreLockedError, UnknownRunError
+from flows.store.ids import item_id, item_ids
+from flows.store.models import QueryResult, RunRecord, ScoreRow, ScoreStatus
+from flows.store.schema import SCHEMA_VERSION
+from flows.store.store import RUN_STATUSES, RunSummary, Store, default_db_path
+
+__all__ = (
+    "Store",
+    "ScoreRow",
+    "ScoreStatus",
+    "RunRecord",
+    "RunSummary",
+    "QueryResult",
+    "item_id",
+    "item_ids",
+    "default_db_path",
+    "SCHEMA_VERSION",
+    "RUN_STATUSES",
+    "StoreError",
+    "UnknownRunError",
+    "SchemaVersionError",
+    "StoreLockedError",
+)

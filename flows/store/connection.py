@@ -1,0 +1,96 @@
+"""Short-lived DuckDB connections that wait (bounded, jittered) for another process's file lock.
+
+DuckDB lets one process at a time open a file (read-write, or read-only by several), and a second
+process fails at once with an IOException "Could not set lock on file". Every store operation
+therefore opens, works in one transaction, and closes, retrying the open while the lock is held
+elsewhere; see docs/schema.md ("Several processes at once") for the measurements behind this.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from flows.store.errors import StoreLockedError
+
+__all__ = ("connect", "lock_timeout", "is_lock_error")
+
+_DEFAULT_LOCK_TIMEOUT_S = 60.0
+_FIRST_BACKOFF_S = 0.005
+_MAX_BACKOFF_S = 0.25
+
+# One operation at a time per file within a process: DuckDB shares one database instance between a
+# process's connections, and the store's delete-then-insert upsert must not interleave with itself.
+_process_locks: dict[str, threading.RLock] = {}
+_process_locks_guard = threading.Lock()
+
+
+def lock_timeout() -> float:
+    """Seconds to keep retrying a locked file: `EVALDUCK_DB_LOCK_TIMEOUT`, default 60."""
+    raw = os.environ.get("EVALDUCK_DB_LOCK_TIMEOUT")
+    if raw is None or raw.strip() == "":
+        return _DEFAULT_LOCK_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ValueError(f"EVALDUCK_DB_LOCK_TIMEOUT must be a number of seconds, got {raw!r}") from exc
+    if value < 0:
+        raise ValueError(f"EVALDUCK_DB_LOCK_TIMEOUT must be >= 0, got {raw!r}")
+    return value
+
+
+def is_lock_error(exc: BaseException) -> bool:
+    """True for the error DuckDB raises when another process holds the file."""
+    return isinstance(exc, duckdb.IOException) and (
+        "Could not set lock" in str(exc) or "Conflicting lock" in str(exc)
+    )
+
+
+def _process_lock(path: Path) -> threading.RLock:
+    key = str(path)
+    with _process_locks_guard:
+        lock = _process_locks.get(key)
+        if lock is None:
+            lock = _process_locks[key] = threading.RLock()
+        return lock
+
+
+def _open(path: Path, read_only: bool, timeout: float) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + timeout
+    backoff = _FIRST_BACKOFF_S
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if not is_lock_error(exc):
+                raise
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise StoreLockedError(
+                    f"{path}: another process held the DuckDB file lock for more than {timeout:g} s "
+                    f"({attempts} attempts). Close long-lived sessions on this file (an open `duckdb` shell "
+                    f"holds it), or raise EVALDUCK_DB_LOCK_TIMEOUT. DuckDB said: {exc}"
+                ) from exc
+            # Full jitter: waiting processes spread out instead of retrying in lockstep.
+            time.sleep(min(remaining, random.uniform(0, backoff)))
+            backoff = min(backoff * 2, _MAX_BACKOFF_S)
+
+
+@contextmanager
+def connect(path: Path, *, read_only: bool = False, timeout: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection held only for the `with` block; waits up to `timeout` s (default `lock_timeout()`)."""
+    with _process_lock(path):
+        con = _open(path, read_only, lock_timeout() if timeout is None else timeout)
+        try:
+            yield con
+        finally:
+            con.close()

@@ -1,0 +1,132 @@
+"""Schema versions and the migrations between them, applied on open in one transaction.
+
+A new file runs every migration from 1, so a fresh file and an upgraded one have the same columns
+in the same order. The views and macros of `macros.sql` are recreated after any migration.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import duckdb
+
+from flows.store.errors import SchemaVersionError, StoreError
+from flows.store.tdist import t_quantile_table
+
+__all__ = ("SCHEMA_VERSION", "MIGRATIONS", "current_version", "migrate", "macros_sql")
+
+# v1: the first schema (runs, items, scores without judge usage).
+_V1 = """
+CREATE TABLE schema_version (
+    version INTEGER NOT NULL,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT current_timestamp,
+    evalduck_version VARCHAR
+);
+CREATE TABLE runs (
+    run_id VARCHAR NOT NULL,
+    name VARCHAR,
+    dataset VARCHAR,
+    status VARCHAR NOT NULL,
+    started_at TIMESTAMPTZ NOT NULL,
+    finished_at TIMESTAMPTZ,
+    config JSON
+);
+CREATE TABLE items (
+    run_id VARCHAR NOT NULL,
+    item_id VARCHAR NOT NULL,
+    input JSON,
+    output JSON,
+    ground_truth JSON,
+    metadata JSON
+);
+CREATE TABLE scores (
+    run_id VARCHAR NOT NULL,
+    item_id VARCHAR NOT NULL,
+    scorer_id VARCHAR NOT NULL,
+    scorer_version VARCHAR NOT NULL,
+    score DOUBLE,
+    status VARCHAR NOT NULL,
+    reason VARCHAR,
+    error VARCHAR,
+    preprocess_step_result JSON,
+    analyze_step_result JSON,
+    created_at TIMESTAMPTZ NOT NULL
+);
+"""
+
+# v2: dataset hash, Prefect flow run and evalduck version per run; request context per item;
+# prompts, judge model, tokens, cost and latency per score; the t quantile table for compare_runs.
+_V2 = """
+ALTER TABLE runs ADD COLUMN dataset_hash VARCHAR;
+ALTER TABLE runs ADD COLUMN flow_run_id VARCHAR;
+ALTER TABLE runs ADD COLUMN evalduck_version VARCHAR;
+ALTER TABLE items ADD COLUMN request_context JSON;
+ALTER TABLE items ADD COLUMN created_at TIMESTAMPTZ;
+ALTER TABLE scores ADD COLUMN prompts JSON;
+ALTER TABLE scores ADD COLUMN judge_model VARCHAR;
+ALTER TABLE scores ADD COLUMN prompt_tokens BIGINT;
+ALTER TABLE scores ADD COLUMN completion_tokens BIGINT;
+ALTER TABLE scores ADD COLUMN cost DOUBLE;
+ALTER TABLE scores ADD COLUMN latency_s DOUBLE;
+CREATE TABLE t_quantile_975 (df INTEGER NOT NULL, q DOUBLE NOT NULL);
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
+SCHEMA_VERSION = max(MIGRATIONS)
+
+
+def macros_sql() -> str:
+    """The text of the views and macros stored in every file."""
+    return resources.files("flows.store").joinpath("macros.sql").read_text(encoding="utf-8")
+
+
+def _table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
+    rows = con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()
+    return {name for (name,) in rows}
+
+
+def current_version(con: duckdb.DuckDBPyConnection, path: str) -> int:
+    """The file's schema version; 0 for an empty file. A non-evalduck database is refused."""
+    tables = _table_names(con)
+    if "schema_version" in tables:
+        (version,) = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone() or (0,)
+        return int(version)
+    if tables:
+        raise StoreError(
+            f"{path}: this DuckDB file has tables ({', '.join(sorted(tables))}) but no evalduck schema_version "
+            f"table; it is not an evalduck results database. Use another --db / EVALDUCK_DB path."
+        )
+    return 0
+
+
+def migrate(con: duckdb.DuckDBPyConnection, path: str, evalduck_version: str | None, target: int = SCHEMA_VERSION) -> int:
+    """Bring the file to `target` (default the newest schema) in one transaction; returns the old version."""
+    found = current_version(con, path)
+    if found > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path}: the file has evalduck schema version {found}, newer than the {SCHEMA_VERSION} this evalduck "
+            f"({evalduck_version or 'unknown version'}) understands. Upgrade evalduck to read it; the file was "
+            f"left untouched."
+        )
+    if found >= target:
+        return found
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for version in range(found + 1, target + 1):
+            con.execute(MIGRATIONS[version])
+            if version == 2:
+                table = t_quantile_table()
+                con.execute(
+                    "INSERT INTO t_quantile_975 SELECT unnest(?::INTEGER[]), unnest(?::DOUBLE[])",
+                    [[df for df, _ in table], [q for _, q in table]],
+                )
+            con.execute(
+                "INSERT INTO schema_version (version, evalduck_version) VALUES (?, ?)", [version, evalduck_version]
+            )
+        if target == SCHEMA_VERSION:
+            con.execute(macros_sql())
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return found

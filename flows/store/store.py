@@ -1,0 +1,301 @@
+"""The results store: every operation is one short-lived connection and one transaction.
+
+Holding no connection between calls is what lets two eval processes and a user's query share the
+file (see connection.py and docs/schema.md). Batches are upserted by staging them in a temporary
+table with DuckDB's appender, deleting the keys they replace and inserting them, all in one
+transaction: a batch lands whole or not at all, and a crash loses only batches not yet written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from pydantic import BaseModel
+
+from flows.store.connection import connect
+from flows.store.errors import StoreError, UnknownRunError
+from flows.store.ids import item_id as compute_item_id
+from flows.store.models import JSON_SCORE_COLUMNS, SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
+from flows.store.schema import migrate
+
+__all__ = ("Store", "RunSummary", "default_db_path", "RUN_STATUSES")
+
+RUN_STATUSES = ("running", "completed", "failed", "cancelled")
+ITEM_COLUMNS = ("run_id", "item_id", "input", "output", "ground_truth", "request_context", "metadata", "created_at")
+_ITEM_ALIASES = {"ground_truth": ("ground_truth", "groundTruth"), "request_context": ("request_context", "requestContext")}
+
+
+def default_db_path() -> Path:
+    """`EVALDUCK_DB` when set, else `./evals.duckdb`."""
+    return Path(os.environ.get("EVALDUCK_DB") or "evals.duckdb")
+
+
+def _evalduck_version() -> str | None:
+    try:
+        return metadata.version("evalduck")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else _encode(value)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class RunSummary(BaseModel):
+    """A run with one summary row per scorer (the `run_scorer_summary` view)."""
+
+    run: RunRecord
+    scorers: list[dict[str, Any]]
+
+
+class Store:
+    """The evalduck DuckDB file. Opening creates or migrates the schema; a newer schema is refused."""
+
+    def __init__(self, path: str | Path | None = None, *, lock_timeout: float | None = None) -> None:
+        raw = Path(path) if path is not None else default_db_path()
+        self.path = raw.expanduser().resolve()
+        self.lock_timeout = lock_timeout
+        if not self.path.parent.is_dir():
+            raise StoreError(f"{self.path}: folder {self.path.parent} does not exist")
+        with self._connect() as con:
+            self.migrated_from = migrate(con, str(self.path), _evalduck_version())
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    @contextmanager
+    def _connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        try:
+            with connect(self.path, read_only=read_only, timeout=self.lock_timeout) as con:
+                yield con
+        except duckdb.IOException as exc:
+            raise StoreError(f"{self.path}: {exc}") from exc
+
+    # ---- writes -------------------------------------------------------------------------------
+
+    def start_run(
+        self,
+        run_id: str,
+        name: str | None,
+        dataset: str | None,
+        dataset_hash: str | None,
+        config: Mapping[str, Any] | None,
+        flow_run_id: str | None = None,
+        *,
+        started_at: datetime | None = None,
+    ) -> None:
+        """Record a new run as `running`; for an existing run (resume) mark it running again."""
+        with self._connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            exists = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()
+            if exists and exists[0]:
+                con.execute(
+                    "UPDATE runs SET status = 'running', finished_at = NULL, config = ?, "
+                    "flow_run_id = coalesce(?, flow_run_id), evalduck_version = ? WHERE run_id = ?",
+                    [_json(dict(config or {})), flow_run_id, _evalduck_version(), run_id],
+                )
+            else:
+                con.execute(
+                    "INSERT INTO runs (run_id, name, dataset, dataset_hash, status, started_at, config, flow_run_id, "
+                    "evalduck_version) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                    [
+                        run_id, name, dataset, dataset_hash, started_at or _utcnow(),
+                        _json(dict(config or {})), flow_run_id, _evalduck_version(),
+                    ],
+                )
+            con.execute("COMMIT")
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        """Set the run's final status (`completed`, `failed` or `cancelled`) and finish time."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
+        with self._connect() as con:
+            found = con.execute(
+                "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? RETURNING run_id",
+                [status, None if status == "running" else _utcnow(), run_id],
+            ).fetchall()
+        if not found:
+            raise UnknownRunError(f"{self.path}: no run with id {run_id!r}")
+
+    def write_items(self, run_id: str, items: Sequence[Mapping[str, Any]]) -> int:
+        """Upsert items (item_id, input, output, ground_truth, request_context, metadata); returns the count.
+
+        An item without `item_id` gets `flows.store.ids.item_id(item)`. camelCase keys are accepted.
+        """
+        now = _utcnow()
+        rows: dict[str, tuple[Any, ...]] = {}
+        for item in items:
+            iid = item.get("item_id")
+            iid = compute_item_id(item) if iid is None else str(iid)
+            values = [_first(item, _ITEM_ALIASES.get(col, (col,))) for col in ITEM_COLUMNS[2:7]]
+            rows[iid] = (run_id, iid, *(_json(v) for v in values), now)
+        self._upsert("items", ITEM_COLUMNS, ("item_id",), run_id, list(rows.values()))
+        return len(rows)
+
+    def write_scores(self, run_id: str, rows: Sequence[ScoreRow | Mapping[str, Any]]) -> int:
+        """Upsert score cells: one row per (run_id, item_id, scorer_id), the last write wins."""
+        cells: dict[tuple[str, str], tuple[Any, ...]] = {}
+        for raw in rows:
+            row = raw if isinstance(raw, ScoreRow) else ScoreRow.model_validate({"run_id": run_id, **raw})
+            if row.run_id != run_id:
+                raise ValueError(f"write_scores({run_id!r}): row for item {row.item_id!r} has run_id {row.run_id!r}")
+            fields = row.__dict__
+            cells[(row.item_id, row.scorer_id)] = tuple(
+                _json(fields[col]) if col in JSON_SCORE_COLUMNS else fields[col] for col in SCORE_COLUMNS
+            )
+        self._upsert("scores", SCORE_COLUMNS, ("item_id", "scorer_id"), run_id, list(cells.values()))
+        return len(cells)
+
+    def _upsert(
+        self, table: str, columns: Sequence[str], keys: Sequence[str], run_id: str, rows: list[tuple[Any, ...]]
+    ) -> None:
+        if not rows:
+            return
+        cols = ", ".join(columns)
+        match = " AND ".join(f"t.{key} = s.{key}" for key in keys)
+        stage = f"_evalduck_stage_{table}"
+        with self._connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {stage} AS SELECT {cols} FROM {table} LIMIT 0")
+            appender = con.appender(stage)
+            appender.append_rows(rows)
+            appender.flush()
+            con.execute(f"DELETE FROM {table} AS t USING {stage} AS s WHERE t.run_id = ? AND {match}", [run_id])
+            con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage}")
+            con.execute(f"DROP TABLE {stage}")
+            con.execute("COMMIT")
+
+    # ---- reads --------------------------------------------------------------------------------
+
+    def completed_cells(self, run_id: str) -> set[tuple[str, str]]:
+        """(item_id, scorer_id) cells that are `scored` or `skipped`; a resume recomputes the rest."""
+        with self._connect(read_only=True) as con:
+            rows = con.execute(
+                "SELECT item_id, scorer_id FROM scores WHERE run_id = ? AND status IN ('scored', 'skipped')", [run_id]
+            ).fetchall()
+        return {(item, scorer) for item, scorer in rows}
+
+    def resolve_run(self, ref: str) -> str:
+        """A run id from `latest`, `previous`, an id, a name (its newest run) or a unique id prefix."""
+        with self._connect(read_only=True) as con:
+            return self._resolve(con, ref)
+
+    def _resolve(self, con: duckdb.DuckDBPyConnection, ref: str) -> str:
+        ref = ref.strip()
+        if ref in ("latest", "previous"):
+            offset = 0 if ref == "latest" else 1
+            row = con.execute(
+                "SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1 OFFSET ?", [offset]
+            ).fetchone()
+            if row is None:
+                (count,) = con.execute("SELECT count(*) FROM runs").fetchone() or (0,)
+                raise UnknownRunError(f"{self.path}: no {ref!r} run: the database holds {count} run(s)")
+            return str(row[0])
+        row = con.execute("SELECT run_id FROM runs WHERE run_id = ?", [ref]).fetchone()
+        if row is not None:
+            return str(row[0])
+        row = con.execute(
+            "SELECT run_id FROM runs WHERE name = ? ORDER BY started_at DESC, run_id DESC LIMIT 1", [ref]
+        ).fetchone()
+        if row is not None:
+            return str(row[0])
+        prefixed = con.execute("SELECT run_id FROM runs WHERE starts_with(run_id, ?) LIMIT 2", [ref]).fetchall()
+        if len(prefixed) == 1 and len(ref) >= 4:
+            return str(prefixed[0][0])
+        recent = [name or rid for rid, name in con.execute(
+            "SELECT run_id, name FROM runs ORDER BY started_at DESC LIMIT 5"
+        ).fetchall()]
+        hint = f" Recent runs: {', '.join(recent)}." if recent else " The database holds no runs yet."
+        raise UnknownRunError(
+            f"{self.path}: no run with id or name {ref!r} (also accepted: latest, previous).{hint}"
+        )
+
+    def list_runs(self, limit: int = 20) -> list[RunRecord]:
+        """Recent runs, newest first, with item, score and error counts."""
+        result = self.sql("SELECT * FROM run_overview LIMIT ?", [limit])
+        return [RunRecord.model_validate(_decode_config(rec)) for rec in result.records()]
+
+    def run_summary(self, run_id: str) -> RunSummary:
+        """The run (any reference) and its per-scorer summary."""
+        with self._connect(read_only=True) as con:
+            rid = self._resolve(con, run_id)
+            run = _records(con.execute("SELECT * FROM run_overview WHERE run_id = ?", [rid]))[0]
+            scorers = _records(
+                con.execute("SELECT * FROM run_scorer_summary WHERE run_id = ? ORDER BY scorer_id", [rid])
+            )
+        return RunSummary(run=RunRecord.model_validate(_decode_config(run)), scorers=scorers)
+
+    def worst_items(self, run_id: str, limit: int = 5) -> list[dict[str, Any]]:
+        """Per scorer, the `limit` lowest-scored items of a run, then its errors."""
+        with self._connect(read_only=True) as con:
+            rid = self._resolve(con, run_id)
+            return _records(con.execute(
+                """
+                SELECT scorer_id, item_id, status, score, coalesce(error, reason) AS detail
+                FROM scores WHERE run_id = ?
+                QUALIFY row_number() OVER (
+                    PARTITION BY scorer_id ORDER BY (status = 'error') DESC, score ASC NULLS LAST, item_id) <= ?
+                ORDER BY scorer_id, (status = 'error') DESC, score ASC NULLS LAST, item_id
+                """,
+                [rid, limit],
+            ))
+
+    def compare(self, run_a: str, run_b: str) -> list[dict[str, Any]]:
+        """Rows of `compare_runs(run_a, run_b)` (references resolved), one per scorer."""
+        with self._connect(read_only=True) as con:
+            a, b = self._resolve(con, run_a), self._resolve(con, run_b)
+            return _records(con.execute("SELECT * FROM compare_runs(?, ?)", [a, b]))
+
+    def item_deltas(self, run_a: str, run_b: str, scorer_id: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """Rows of `item_deltas(run_a, run_b, scorer_id)`, worst first."""
+        with self._connect(read_only=True) as con:
+            a, b = self._resolve(con, run_a), self._resolve(con, run_b)
+            query = "SELECT * FROM item_deltas(?, ?, ?) ORDER BY delta ASC NULLS LAST, item_id"
+            params: list[Any] = [a, b, scorer_id]
+            if limit is not None:
+                query += " LIMIT ?"
+                params.append(limit)
+            return _records(con.execute(query, params))
+
+    def sql(self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None, *, write: bool = False) -> QueryResult:
+        """Run one query on a read-only connection (`write=True` for a read-write one)."""
+        with self._connect(read_only=not write) as con:
+            cursor = con.execute(query, params) if params is not None else con.execute(query)
+            if cursor.description is None:
+                return QueryResult(columns=[], rows=[])
+            columns = [d[0] for d in cursor.description]
+            return QueryResult(columns=columns, rows=[tuple(r) for r in cursor.fetchall()])
+
+
+def _first(item: Mapping[str, Any], names: Sequence[str]) -> Any:
+    for name in names:
+        if name in item:
+            return item[name]
+    return None
+
+
+def _records(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    columns = [d[0] for d in cursor.description or ()]
+    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+
+def _decode_config(record: dict[str, Any]) -> dict[str, Any]:
+    config = record.get("config")
+    if isinstance(config, str):
+        record = {**record, "config": json.loads(config)}
+    return record
