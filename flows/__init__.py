@@ -1,0 +1,37 @@
+"""evalduck flows: the eval flows on Prefect, the DuckDB store and the CLI.
+
+Lazy, like Prefect's own ``__init__``: ``import flows.store`` and the results CLI never import prefect;
+``from flows import run_evals`` does, on first use.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flows.config import EvalConfig, ScorerSpec
+    from flows.eval_flow import EvalResult, run_eval_config, run_evals
+
+_PUBLIC: dict[str, str] = {
+    "run_evals": "flows.eval_flow",
+    "run_eval_config": "flows.eval_flow",
+    "EvalResult": "flows.eval_flow",
+    "EvalConfig": "flows.config",
+    "ScorerSpec": "flows.config",
+}
+
+__all__ = ("run_evals", "run_eval_config", "EvalResult", "EvalConfig", "ScorerSpec")
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'flows' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_PUBLIC))

@@ -1,0 +1,77 @@
+"""EvalConfig: one eval run's settings as a pydantic model, so the Prefect UI renders it as a run form and
+the CLI, Python calls and deployments are validated the same way."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ("EvalConfig", "ScorerSpec", "ScorerId", "SCORER_IDS", "DEFAULT_SCORERS", "default_cache_dir")
+
+ScorerId = Literal["answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer"]
+SCORER_IDS: tuple[str, ...] = ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
+DEFAULT_SCORERS: tuple[str, ...] = SCORER_IDS
+CACHE_DIR_ENV = "EVALDUCK_CACHE_DIR"
+
+
+def default_cache_dir() -> Path:
+    """``$EVALDUCK_CACHE_DIR``, else ``.evalduck/cache`` under the working directory."""
+    return Path(os.environ.get(CACHE_DIR_ENV) or Path(".evalduck") / "cache")
+
+
+class ScorerSpec(BaseModel):
+    """A prebuilt scorer by id, with its options (e.g. ``{"uncertainty_weight": 0.5}``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: ScorerId = Field(description="Which prebuilt scorer.")
+    options: dict[str, Any] = Field(default_factory=dict, description="The scorer's options (see its factory).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_id(cls, value: Any) -> Any:
+        return {"id": value} if isinstance(value, str) else value
+
+
+class EvalConfig(BaseModel):
+    """Everything one eval run needs. Field descriptions become the Prefect UI's form help."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = Field(description="Dataset file: .jsonl, .json, .csv or .parquet (relative to the working dir).")
+    scorers: list[ScorerSpec] = Field(
+        default_factory=lambda: [ScorerSpec(id=s) for s in DEFAULT_SCORERS],  # type: ignore[arg-type]
+        description="Scorers to run, each with options.",
+    )
+    target: str | None = Field(
+        default=None,
+        description="None: score each item's `output`; 'module:function' (sync or async, called with the "
+        "item's input); or 'model:<litellm model>'.",
+    )
+    target_system_prompt: str | None = Field(default=None, description="System prompt for a 'model:' target.")
+    target_api_base: str | None = Field(default=None, description="api_base for a 'model:' target.")
+    judge_model: str | None = Field(
+        default=None, description="litellm model for LLM-judge scorers; default $EVALDUCK_JUDGE_MODEL."
+    )
+    judge_api_base: str | None = Field(
+        default=None, description="OpenAI-compatible server for the judge (default $OPENAI_API_BASE)."
+    )
+    concurrency: int = Field(default=8, ge=1, le=256, description="Items in flight at once.")
+    judge_rpm: float | None = Field(
+        default=None, gt=0, description="Judge requests per minute, shared by the whole run (None: no limit)."
+    )
+    name: str | None = Field(default=None, description="Run name; a previous run of that name is compared.")
+    db: str | None = Field(default=None, description="DuckDB file (default $EVALDUCK_DB, else ./evals.duckdb).")
+    cache_dir: str | None = Field(
+        default=None, description="Step cache folder (default $EVALDUCK_CACHE_DIR, else ./.evalduck/cache)."
+    )
+    refresh: bool = Field(default=False, description="Ignore cached step results and call the target/judge again.")
+    resume: str | None = Field(default=None, description="Run id or name to resume: only missing/errored cells run.")
+    retries: int = Field(default=3, ge=0, le=10, description="Retries of transient target/judge errors.")
+    retry_backoff_s: float = Field(default=1.0, ge=0, description="First retry delay; doubles each retry (jittered).")
+    fail_fast: bool = Field(default=False, description="Stop the run at the first item that ends in error.")
+    chunk_size: int = Field(default=500, ge=1, description="Items per task for cheap code steps.")
+    progress_every: int = Field(default=25, ge=1, description="Update the progress artifact every N items.")

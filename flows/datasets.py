@@ -1,0 +1,279 @@
+"""Loading and validating datasets (JSONL, JSON, CSV, Parquet, or rows in memory) into DatasetItems.
+
+The whole dataset is validated before a run starts, so a bad row fails the run before any target or judge
+call is made, with an error that names the file and line (or the row's position in memory).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from flows.store.ids import canonical_json, item_ids
+
+__all__ = ("DatasetError", "DatasetItem", "Dataset", "load_dataset", "dataset_from_rows", "SUFFIXES")
+
+SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
+_MAX_REPORTED = 10
+_TEXT_FIELDS = ("input", "output", "groundTruth")
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be used: every problem found, each naming its file and line (or row)."""
+
+    def __init__(self, problems: Sequence[str], *, path: str | None = None) -> None:
+        self.problems = list(problems)
+        self.path = path
+        shown = self.problems[:_MAX_REPORTED]
+        more = len(self.problems) - len(shown)
+        text = "\n".join(shown) + (f"\n... and {more} more problem(s)" if more > 0 else "")
+        super().__init__(text)
+
+
+class _Row(BaseModel):
+    """One dataset row as users write it (camelCase, as in Mastra; snake_case is accepted too)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    id: str | int | None = None
+    input: Any = Field(description="The question or chat messages (required).")
+    output: Any = None
+    ground_truth: Any = Field(default=None, alias="groundTruth")
+    request_context: dict[str, Any] | None = Field(default=None, alias="requestContext")
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("input", "output", "ground_truth")
+    @classmethod
+    def _text_or_messages(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, list) and all(
+            isinstance(m, Mapping) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+            for m in value
+        ):
+            return value
+        raise ValueError("must be a string or a list of {role, content} chat messages")
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetItem:
+    """A validated row. ``where`` locates it in its source ("data.jsonl line 3", "row 7")."""
+
+    item_id: str
+    input: Any
+    output: Any = None
+    ground_truth: Any = None
+    request_context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    where: str = ""
+
+    def store_record(self) -> dict[str, Any]:
+        """The row as ``Store.write_items`` takes it."""
+        return {
+            "item_id": self.item_id,
+            "input": self.input,
+            "output": self.output,
+            "ground_truth": self.ground_truth,
+            "request_context": self.request_context,
+            "metadata": self.metadata,
+        }
+
+    def to_row(self) -> dict[str, Any]:
+        """The row in dataset form (camelCase), e.g. to stage it to a JSONL file."""
+        row: dict[str, Any] = {"id": self.item_id, "input": self.input}
+        for key, value in (("output", self.output), ("groundTruth", self.ground_truth),
+                           ("requestContext", self.request_context), ("metadata", self.metadata)):
+            if value is not None:
+                row[key] = value
+        return row
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Validated items plus where they came from and a content hash (stored with the run)."""
+
+    items: list[DatasetItem]
+    source: str
+    hash: str
+    problems: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        name = ".".join(str(p) for p in err["loc"]) or "row"
+        if err["type"] == "extra_forbidden":
+            parts.append(f"unknown field `{name}` (fields: id, input, output, groundTruth, requestContext, metadata)")
+        elif err["type"] == "missing":
+            parts.append(f"missing `{name}`")
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            parts.append(f"`{name}` {msg[0].lower()}{msg[1:]}, got {err.get('input')!r:.60}")
+    return "; ".join(parts)
+
+
+def _validate(located: Sequence[tuple[str, Any]], source: str, *, path: str | None) -> Dataset:
+    """Validate every row, collecting every problem, then give ids; raise DatasetError if any row is bad."""
+    problems: list[str] = []
+    rows: list[tuple[str, _Row]] = []
+    for where, raw in located:
+        if not isinstance(raw, Mapping):
+            problems.append(f"{where}: a row must be an object, got {type(raw).__name__}")
+            continue
+        label = f"{where} (item {raw['id']!r})" if raw.get("id") is not None else where
+        if raw.get("input") is None:
+            problems.append(f"{label}: missing `input`")
+            continue
+        try:
+            rows.append((where, _Row.model_validate(raw)))
+        except ValidationError as exc:
+            problems.append(f"{label}: {_describe(exc)}")
+    if problems:
+        raise DatasetError(problems, path=path)
+    if not rows:
+        raise DatasetError([f"{source}: the dataset has no rows"], path=path)
+    dumped = [r.model_dump(by_alias=True, exclude_none=True) for _, r in rows]
+    ids = item_ids(dumped)
+    items = [
+        DatasetItem(
+            item_id=iid,
+            input=r.input,
+            output=r.output,
+            ground_truth=r.ground_truth,
+            request_context=r.request_context,
+            metadata=r.metadata,
+            where=where,
+        )
+        for iid, (where, r) in zip(ids, rows)
+    ]
+    digest = hashlib.sha256()
+    for row in dumped:
+        digest.update(canonical_json(row).encode("utf-8"))
+        digest.update(b"\n")
+    return Dataset(items=items, source=source, hash=digest.hexdigest())
+
+
+def dataset_from_rows(rows: Sequence[Mapping[str, Any]], source: str = "<memory>") -> Dataset:
+    """Validate rows given in memory; problems name the row's position (1-based) and id."""
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
+        raise DatasetError([f"data must be a list of rows or a dataset path, got {type(rows).__name__}"])
+    return _validate([(f"row {i}", row) for i, row in enumerate(rows, 1)], source, path=None)
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield f"{path} line {lineno}", json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError([f"{path} line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})"],
+                                   path=str(path)) from None
+
+
+def _json_rows(path: Path) -> list[tuple[str, Any]]:
+    """Rows of a JSON array (or of an object's "items"/"data" array), each located by its starting line."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError([f"{path} line {exc.lineno}: not valid JSON ({exc.msg})"], path=str(path)) from None
+    if isinstance(doc, Mapping):
+        key = next((k for k in ("items", "data", "rows") if isinstance(doc.get(k), list)), None)
+        if key is None:
+            raise DatasetError([f"{path}: expected a JSON array of rows (or an object with an `items` array)"],
+                               path=str(path))
+        doc = doc[key]
+        start = text.index("[", text.index(f'"{key}"'))
+    elif isinstance(doc, list):
+        start = text.index("[")
+    else:
+        raise DatasetError([f"{path}: expected a JSON array of rows, got {type(doc).__name__}"], path=str(path))
+    # Walk the array once more with raw_decode to learn where each element starts (for line numbers).
+    decoder = json.JSONDecoder()
+    located: list[tuple[str, Any]] = []
+    pos, line, counted = start + 1, 1 + text.count("\n", 0, start + 1), start + 1
+    for _ in doc:
+        while text[pos] in " \t\r\n,":
+            pos += 1
+        line += text.count("\n", counted, pos)
+        counted = pos
+        value, pos = decoder.raw_decode(text, pos)
+        located.append((f"{path} line {line}", value))
+    return located
+
+
+def _csv_rows(path: Path) -> Iterator[tuple[str, Any]]:
+    """CSV rows: empty cells are absent; requestContext/metadata cells hold JSON objects."""
+    with path.open(encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        start = reader.line_num + 1
+        for raw in reader:
+            where = f"{path} line {start}"
+            start = reader.line_num + 1
+            row: dict[str, Any] = {}
+            for key, value in raw.items():
+                if key is None:
+                    raise DatasetError([f"{where}: more cells than header columns"], path=str(path))
+                if value is None or value == "":
+                    continue
+                if key in ("requestContext", "request_context", "metadata"):
+                    try:
+                        value = json.loads(value)
+                    except json.JSONDecodeError:
+                        raise DatasetError([f"{where}: `{key}` must be a JSON object, got {value!r:.60}"],
+                                           path=str(path)) from None
+                row[key] = value
+            yield where, row
+
+
+def _parquet_rows(path: Path) -> list[tuple[str, Any]]:
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        cur = con.execute("SELECT * FROM read_parquet(?)", [str(path)])
+        names = [d[0] for d in cur.description]
+        return [
+            (f"{path} row {i}", {k: v for k, v in zip(names, values) if v is not None})
+            for i, values in enumerate(cur.fetchall(), 1)
+        ]
+    except duckdb.Error as exc:
+        raise DatasetError([f"{path}: cannot read Parquet ({exc})"], path=str(path)) from None
+    finally:
+        con.close()
+
+
+def load_dataset(path: str | Path) -> Dataset:
+    """Read and validate a dataset file (by suffix: .jsonl/.ndjson, .json, .csv, .parquet).
+
+    Raises:
+        DatasetError: a missing file, an unknown format, or bad rows (all of them, with file and line).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError([f"{path}: no such dataset file"], path=str(path))
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        located: Sequence[tuple[str, Any]] = list(_jsonl_rows(path))
+    elif suffix == ".json":
+        located = _json_rows(path)
+    elif suffix == ".csv":
+        located = list(_csv_rows(path))
+    elif suffix == ".parquet":
+        located = _parquet_rows(path)
+    else:
+        raise DatasetError([f"{path}: unknown dataset format {suffix!r} (use one of {', '.join(SUFFIXES)})"],
+                           path=str(path))
+    return _validate(located, str(path), path=str(path))

@@ -1,0 +1,87 @@
+"""Scorer ids (as written in configs, the CLI and the UI form) -> the prebuilt factories, with options.
+
+A judge scorer with no judge model anywhere is not an error: it is skipped with one line saying how to
+configure it, so `make demo` works out of the box and still tells the user what they are missing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scorers import (
+    Scorer,
+    create_answer_relevancy_scorer,
+    create_textual_difference_scorer,
+    create_tone_scorer,
+)
+
+from flows.config import ScorerSpec
+
+__all__ = ("FACTORIES", "JUDGE_SCORERS", "Skipped", "build_scorers", "no_judge_message")
+
+FACTORIES: dict[str, Callable[..., Scorer]] = {
+    "answer-relevancy-scorer": create_answer_relevancy_scorer,
+    "tone-scorer": create_tone_scorer,
+    "textual-difference-scorer": create_textual_difference_scorer,
+}
+JUDGE_SCORERS = frozenset({"answer-relevancy-scorer"})
+JUDGE_MODEL_ENV = "EVALDUCK_JUDGE_MODEL"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A scorer that will not run in this eval, and why (stored as status `skipped`)."""
+
+    scorer_id: str
+    reason: str
+    version: str = ""
+
+
+def no_judge_message(scorer_id: str) -> str:
+    return (
+        f"{scorer_id} skipped: no judge model. Set EVALDUCK_JUDGE_MODEL (e.g. openai/gpt-4o-mini) with the "
+        "provider's key (e.g. OPENAI_API_KEY), or use a local OpenAI-compatible server with --judge-model "
+        "openai/<name> --judge-api-base http://127.0.0.1:8000/v1 (or OPENAI_API_BASE)."
+    )
+
+
+def _spec(value: Any) -> ScorerSpec:
+    return value if isinstance(value, ScorerSpec) else ScorerSpec.model_validate(value)
+
+
+def build_scorers(
+    scorers: Sequence[Scorer | ScorerSpec | str | Mapping[str, Any]],
+    *,
+    judge_model: str | None = None,
+    judge_api_base: str | None = None,
+) -> tuple[list[Scorer], list[Skipped]]:
+    """Scorer objects pass through; ids/specs are built from the registry with their options.
+
+    Raises:
+        ValueError: bad options (the factory's ConfigError), or two scorers with the same id.
+    """
+    built: list[Scorer] = []
+    skipped: list[Skipped] = []
+    for value in scorers:
+        if isinstance(value, Scorer):
+            built.append(value)
+            continue
+        spec = _spec(value)
+        options = dict(spec.options)
+        if spec.id in JUDGE_SCORERS:
+            model = options.get("model") or judge_model or os.environ.get(JUDGE_MODEL_ENV, "").strip()
+            if not model:
+                skipped.append(Skipped(spec.id, no_judge_message(spec.id)))
+                continue
+            options["model"] = model
+            if judge_api_base and not options.get("api_base"):
+                options["api_base"] = judge_api_base
+        built.append(FACTORIES[spec.id](options))
+    ids = [s.id for s in built] + [s.scorer_id for s in skipped]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ValueError(f"scorer(s) given twice: {', '.join(dupes)} (one run stores one result per item and scorer)")
+    return built, skipped
