@@ -1,0 +1,380 @@
+"""Local Prefect installation for evalduck: server, work pool, deployments and one process worker.
+
+`evalduck serve` / `make serve` and the end-to-end tests both go through these functions, so the tests
+exercise the same start and stop paths a user does. Everything started here gets its own process group
+and is recorded by process id in a state file; `stop` ends only what that file names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel, Field
+
+WORK_POOL = "evalduck-pool"
+DEFAULT_PORT = 4200
+# Variables every process we start gets: no telemetry, no price-list download, no stray bytecode in the project.
+QUIET_ENV = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+
+
+class ServeError(RuntimeError):
+    """A step of `serve` failed; the message says which and where its log is."""
+
+
+class ServeState(BaseModel):
+    """What `serve` started, written to the state file so that `stop` ends exactly that."""
+
+    api_url: str
+    ui_url: str
+    server_pid: int | None = Field(None, description="None when an already running server was reused")
+    worker_pid: int | None = None
+    work_pool: str = WORK_POOL
+    db_path: str
+    project_dir: str
+    started_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+def state_path(state_dir: Path) -> Path:
+    return state_dir / "serve.json"
+
+
+def read_state(state_dir: Path) -> ServeState | None:
+    path = state_path(state_dir)
+    if not path.exists():
+        return None
+    return ServeState.model_validate_json(path.read_text())
+
+
+def write_state(state_dir: Path, state: ServeState) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    state_path(state_dir).write_text(state.model_dump_json(indent=2) + "\n")
+
+
+def prefect_executable() -> str:
+    """The `prefect` script of the running interpreter's environment, so a bare `python` on PATH never matters."""
+    return str(Path(sys.executable).with_name("prefect"))
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {**os.environ, **QUIET_ENV}
+    env.update(extra or {})
+    return env
+
+
+# --- the server -------------------------------------------------------------------------------------------
+
+
+def is_healthy(api_url: str, timeout: float = 2.0) -> bool:
+    """True when `GET {api_url}/health` answers; the route stays open when basic auth is on."""
+    try:
+        return httpx.get(f"{api_url}/health", timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def wait_healthy(api_url: str, timeout: float, process: subprocess.Popen[bytes] | None = None, log: Path | None = None) -> None:
+    """Poll the health route until it answers; fail early with the log's tail if the server process died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if is_healthy(api_url):
+            return
+        if process is not None and process.poll() is not None:
+            raise ServeError(f"the Prefect server exited with code {process.returncode}{log_tail(log)}")
+        time.sleep(0.5)
+    raise ServeError(f"the Prefect server at {api_url} did not answer /health within {timeout:.0f} s{log_tail(log)}")
+
+
+def start_server(host: str, port: int, log: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start `prefect server start` in its own process group, detached from our terminal.
+
+    PREFECT_SERVER_API_HOST/PORT are set as well as the flags: the UI asks `/ui-settings` for its API URL,
+    and without them that answer stays on 127.0.0.1:4200 whatever port the server listens on.
+    """
+    server_env = child_env({"PREFECT_SERVER_API_HOST": host, "PREFECT_SERVER_API_PORT": str(port), **(env or {})})
+    server_env.pop("PREFECT_API_URL", None)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [prefect_executable(), "server", "start", "--host", host, "--port", str(port)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=server_env, start_new_session=True,
+        )
+
+
+def ui_api_url(base_url: str) -> str | None:
+    """The API URL the browser UI will call, as the server announces it."""
+    try:
+        return httpx.get(f"{base_url}/ui-settings", timeout=5).json().get("api_url")
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+# --- work pool, deployments, worker -----------------------------------------------------------------------
+
+
+def ensure_work_pool(api_url: str, name: str = WORK_POOL) -> bool:
+    """Create the process work pool unless it exists; True when it was created."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectNotFound
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.workers.process import ProcessWorker
+
+    with temporary_settings({PREFECT_API_URL: api_url}), get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(name)
+            return False
+        except ObjectNotFound:
+            template = ProcessWorker.get_default_base_job_template()
+            client.create_work_pool(WorkPoolCreate(name=name, type="process", base_job_template=template))
+            return True
+
+
+def deploy_all(
+    project_dir: Path, api_url: str, log: Path, prefect_file: Path | None = None, env: Mapping[str, str] | None = None
+) -> str:
+    """`prefect --no-prompt deploy --all` from the project folder (entrypoints are relative to it)."""
+    command = [prefect_executable(), "--no-prompt", "deploy", "--all"]
+    if prefect_file is not None:
+        command += ["--prefect-file", str(prefect_file)]
+    done = subprocess.run(
+        command, cwd=project_dir, env=child_env({**(env or {}), "PREFECT_API_URL": api_url}), capture_output=True, text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise ServeError(f"`prefect deploy --all` failed (exit {done.returncode}){log_tail(log, 30)}")
+    return done.stdout
+
+
+def start_worker(
+    api_url: str, project_dir: Path, log: Path, env: Mapping[str, str], pool: str = WORK_POOL
+) -> subprocess.Popen[bytes]:
+    """Start a process worker in its own process group; flow runs it starts inherit `env`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [prefect_executable(), "worker", "start", "--pool", pool, "--type", "process"],
+            cwd=project_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            env=child_env({"PREFECT_API_URL": api_url, **env}), start_new_session=True,
+        )
+
+
+# --- stopping, by process id ------------------------------------------------------------------------------
+
+
+def is_alive(pid: int, marker: str | None = None) -> bool:
+    """True when `pid` runs and, where /proc can tell, its command line still contains `marker`.
+
+    The marker guards against a recycled pid: a stale state file must never make us signal a stranger.
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    proc = Path(f"/proc/{pid}")
+    if not proc.exists():
+        return True  # no /proc (macOS): trust the pid
+    try:
+        if (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z":
+            return False  # exited; only waiting for its parent to reap it
+        text = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+    return marker is None or marker in text
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _wait_gone(pid: int, timeout: float, reap: Callable[[], object] | None = None) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if reap is not None:
+            reap()
+        if not is_alive(pid):
+            return True
+        time.sleep(0.1)
+    return not is_alive(pid)
+
+
+def stop_worker(pid: int, grace: float = 5.0, reap: Callable[[], object] | None = None) -> str:
+    """SIGTERM, then SIGINT the group, then SIGKILL it.
+
+    Prefect's worker answers the first SIGTERM with "Sending SIGINT to the process worker" and can hang
+    there for over 30 s; a second SIGINT makes it SIGKILL itself. The group signals also reach the flow
+    runs it started, which live in its process group.
+    """
+    if not is_alive(pid, "worker"):
+        return f"worker (pid {pid}) was not running"
+    os.kill(pid, signal.SIGTERM)
+    if _wait_gone(pid, grace, reap):
+        return f"stopped the worker (pid {pid})"
+    _signal_group(pid, signal.SIGINT)
+    if _wait_gone(pid, 5.0, reap):
+        return f"stopped the worker (pid {pid}) after SIGINT"
+    _signal_group(pid, signal.SIGKILL)
+    _wait_gone(pid, 5.0, reap)
+    return f"killed the worker (pid {pid})"
+
+
+def stop_server(pid: int, reap: Callable[[], object] | None = None) -> str:
+    """SIGTERM the server's process group (it exits in well under a second), SIGKILL after 15 s."""
+    if not is_alive(pid, "server"):
+        return f"Prefect server (pid {pid}) was not running"
+    _signal_group(pid, signal.SIGTERM)
+    if _wait_gone(pid, 15.0, reap):
+        return f"stopped the Prefect server (pid {pid})"
+    _signal_group(pid, signal.SIGKILL)
+    _wait_gone(pid, 5.0, reap)
+    return f"killed the Prefect server (pid {pid})"
+
+
+def log_tail(log: Path | None, lines: int = 15) -> str:
+    if log is None or not log.exists():
+        return ""
+    tail = log.read_text(errors="replace").splitlines()[-lines:]
+    return f"; last lines of {log}:\n" + "\n".join(tail)
+
+
+# --- the whole installation -------------------------------------------------------------------------------
+
+
+class ServeOptions(BaseModel):
+    """Where things go; the CLI fills these from flags and environment variables."""
+
+    project_dir: Path
+    state_dir: Path
+    db_path: Path
+    results_dir: Path
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    api_url: str | None = Field(None, description="an existing server (PREFECT_API_URL); never started or stopped")
+    prefect_file: Path | None = None
+    health_timeout: float = 180.0
+    extra_env: dict[str, str] = Field(default_factory=dict, description="added to every process started")
+
+
+def ui_url_for(api_url: str) -> str:
+    return api_url.removesuffix("/").removesuffix("/api")
+
+
+def worker_env(options: ServeOptions) -> dict[str, str]:
+    """The environment of the worker, inherited by every flow run it starts.
+
+    The DuckDB file and the result/cache folder are absolute paths into the project, the same ones
+    `evalduck run` uses from the project folder, so UI, scheduled and CLI runs share rows and cache.
+    """
+    return {
+        "EVALDUCK_DB": str(options.db_path),
+        "EVALDUCK_RESULTS_DIR": str(options.results_dir),
+        "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(options.results_dir),
+    }
+
+
+def _reusable(state: ServeState | None) -> bool:
+    return (
+        state is not None
+        and state.worker_pid is not None
+        and is_alive(state.worker_pid, "worker")
+        and is_healthy(state.api_url)
+    )
+
+
+def _ensure_server(options: ServeOptions, previous: ServeState | None, say: Callable[[str], None]) -> tuple[str, int | None]:
+    """The API URL to use and the pid of the server when it is ours to stop."""
+    if options.api_url:
+        if not is_healthy(options.api_url):
+            raise ServeError(
+                f"PREFECT_API_URL={options.api_url} does not answer /health: start that server, "
+                "or unset PREFECT_API_URL to have evalduck start a local one"
+            )
+        say(f"Using the Prefect server at {options.api_url} (PREFECT_API_URL); it will not be stopped by `stop`.")
+        return options.api_url, None
+    api_url = f"http://{options.host}:{options.port}/api"
+    if is_healthy(api_url):
+        ours = previous is not None and previous.api_url == api_url and previous.server_pid is not None
+        if ours and previous is not None and previous.server_pid is not None and is_alive(previous.server_pid, "server"):
+            say(f"Prefect server already running at {api_url} (pid {previous.server_pid}).")
+            return api_url, previous.server_pid
+        say(f"A Prefect server already answers at {api_url}; using it (it will not be stopped by `stop`).")
+        return api_url, None
+    log = options.state_dir / "server.log"
+    say(f"Starting the Prefect server on {options.host}:{options.port} (log: {log}) ...")
+    process = start_server(options.host, options.port, log, options.extra_env)
+    write_state(options.state_dir, _state(options, api_url, process.pid, None))
+    started = time.monotonic()
+    wait_healthy(api_url, options.health_timeout, process, log)
+    say(f"Prefect server healthy after {time.monotonic() - started:.1f} s (pid {process.pid}).")
+    announced = ui_api_url(ui_url_for(api_url))
+    if announced != api_url:
+        say(f"warning: the UI will call {announced}, not {api_url}; set PREFECT_UI_API_URL={api_url}")
+    return api_url, process.pid
+
+
+def _state(options: ServeOptions, api_url: str, server_pid: int | None, worker_pid: int | None) -> ServeState:
+    return ServeState(
+        api_url=api_url, ui_url=ui_url_for(api_url), server_pid=server_pid, worker_pid=worker_pid,
+        db_path=str(options.db_path), project_dir=str(options.project_dir),
+    )
+
+
+def serve(options: ServeOptions, say: Callable[[str], None] = print) -> ServeState:
+    """Start (or reuse) a server, create the work pool, deploy `prefect.yaml`, start a worker.
+
+    Idempotent: with a live worker and a healthy server recorded in the state file it only says so.
+    """
+    previous = read_state(options.state_dir)
+    if _reusable(previous) and previous is not None:
+        say(f"evalduck is already serving: worker pid {previous.worker_pid}, UI at {previous.ui_url}")
+        return previous
+    api_url, server_pid = _ensure_server(options, previous, say)
+    if ensure_work_pool(api_url):
+        say(f"Created the process work pool '{WORK_POOL}'.")
+    deploy_log = options.state_dir / "deploy.log"
+    output = deploy_all(options.project_dir, api_url, deploy_log, options.prefect_file, options.extra_env)
+    deployed = [line.split("'")[1] for line in output.splitlines() if "Deployment '" in line]
+    say(f"Deployed {', '.join(deployed) or 'prefect.yaml'} (log: {deploy_log}).")
+    worker_log = options.state_dir / "worker.log"
+    worker = start_worker(api_url, options.project_dir, worker_log, {**options.extra_env, **worker_env(options)})
+    state = _state(options, api_url, server_pid, worker.pid)
+    write_state(options.state_dir, state)
+    say(f"Worker started on pool '{WORK_POOL}' (pid {worker.pid}, log: {worker_log}); results go to {options.db_path}.")
+    say(f"Prefect UI: {state.ui_url}")
+    return state
+
+
+def stop(state_dir: Path, say: Callable[[str], None] = print) -> bool:
+    """End what `serve` recorded, worker first, then the server; False when nothing was recorded."""
+    state = read_state(state_dir)
+    if state is None:
+        say(f"Nothing to stop: no {state_path(state_dir)}.")
+        return False
+    if state.worker_pid is not None:
+        say(stop_worker(state.worker_pid))
+    if state.server_pid is not None:
+        say(stop_server(state.server_pid))
+    else:
+        say(f"Left the Prefect server at {state.api_url} running (evalduck did not start it).")
+    state_path(state_dir).unlink(missing_ok=True)
+    return True
