@@ -15,8 +15,8 @@ CREATE OR REPLACE MACRO run_named(run_name) AS
 -- 0.975 quantile of Student's t for df > 100 (Cornish-Fisher, error < 1e-10 there);
 -- exact values for df 1..100 are in the table t_quantile_975.
 CREATE OR REPLACE MACRO t975_large_df(v) AS
-    1.959963984540054 + 2.372271230298562 / v + 2.8224986157396112 / (v * v)
-    + 2.555849679507722 / (v * v * v) + 1.5895340533938225 / (v * v * v * v);
+    1.959963984540054 + 2.372271230298562 / CAST(v AS DOUBLE) + 2.8224986157396112 / pow(CAST(v AS DOUBLE), 2)
+    + 2.555849679507722 / pow(CAST(v AS DOUBLE), 3) + 1.5895340533938225 / pow(CAST(v AS DOUBLE), 4);
 
 CREATE OR REPLACE MACRO t975(v) AS
     CASE

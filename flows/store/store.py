@@ -137,48 +137,33 @@ class Store:
 
         An item without `item_id` gets `flows.store.ids.item_id(item)`. camelCase keys are accepted.
         """
-        now = _utcnow()
-        rows: dict[str, tuple[Any, ...]] = {}
-        for item in items:
-            iid = item.get("item_id")
-            iid = compute_item_id(item) if iid is None else str(iid)
-            values = [_first(item, _ITEM_ALIASES.get(col, (col,))) for col in ITEM_COLUMNS[2:7]]
-            rows[iid] = (run_id, iid, *(_json(v) for v in values), now)
-        self._upsert("items", ITEM_COLUMNS, ("item_id",), run_id, list(rows.values()))
-        return len(rows)
+        return self.write_batch(run_id, items=items)[0]
 
     def write_scores(self, run_id: str, rows: Sequence[ScoreRow | Mapping[str, Any]]) -> int:
         """Upsert score cells: one row per (run_id, item_id, scorer_id), the last write wins."""
-        cells: dict[tuple[str, str], tuple[Any, ...]] = {}
-        for raw in rows:
-            row = raw if isinstance(raw, ScoreRow) else ScoreRow.model_validate({"run_id": run_id, **raw})
-            if row.run_id != run_id:
-                raise ValueError(f"write_scores({run_id!r}): row for item {row.item_id!r} has run_id {row.run_id!r}")
-            fields = row.__dict__
-            cells[(row.item_id, row.scorer_id)] = tuple(
-                _json(fields[col]) if col in JSON_SCORE_COLUMNS else fields[col] for col in SCORE_COLUMNS
-            )
-        self._upsert("scores", SCORE_COLUMNS, ("item_id", "scorer_id"), run_id, list(cells.values()))
-        return len(cells)
+        return self.write_batch(run_id, scores=rows)[1]
 
-    def _upsert(
-        self, table: str, columns: Sequence[str], keys: Sequence[str], run_id: str, rows: list[tuple[Any, ...]]
-    ) -> None:
-        if not rows:
-            return
-        cols = ", ".join(columns)
-        match = " AND ".join(f"t.{key} = s.{key}" for key in keys)
-        stage = f"_evalduck_stage_{table}"
+    def write_batch(
+        self,
+        run_id: str,
+        *,
+        items: Sequence[Mapping[str, Any]] = (),
+        scores: Sequence[ScoreRow | Mapping[str, Any]] = (),
+    ) -> tuple[int, int]:
+        """Upsert items and score cells in one connection and one transaction: half the cost of two calls.
+
+        Returns (items written, cells written). The batch lands whole or not at all.
+        """
+        item_rows = _item_tuples(run_id, items)
+        score_rows = _score_tuples(run_id, scores)
+        if not item_rows and not score_rows:
+            return 0, 0
         with self._connect() as con:
             con.execute("BEGIN TRANSACTION")
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {stage} AS SELECT {cols} FROM {table} LIMIT 0")
-            appender = con.appender(stage)
-            appender.append_rows(rows)
-            appender.flush()
-            con.execute(f"DELETE FROM {table} AS t USING {stage} AS s WHERE t.run_id = ? AND {match}", [run_id])
-            con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage}")
-            con.execute(f"DROP TABLE {stage}")
+            _upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
+            _upsert(con, "scores", SCORE_COLUMNS, ("item_id", "scorer_id"), run_id, score_rows)
             con.execute("COMMIT")
+        return len(item_rows), len(score_rows)
 
     # ---- reads --------------------------------------------------------------------------------
 
@@ -280,6 +265,53 @@ class Store:
                 return QueryResult(columns=[], rows=[])
             columns = [d[0] for d in cursor.description]
             return QueryResult(columns=columns, rows=[tuple(r) for r in cursor.fetchall()])
+
+
+def _item_tuples(run_id: str, items: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    now = _utcnow()
+    rows: dict[str, tuple[Any, ...]] = {}
+    for item in items:
+        iid = item.get("item_id")
+        iid = compute_item_id(item) if iid is None else str(iid)
+        values = [_first(item, _ITEM_ALIASES.get(col, (col,))) for col in ITEM_COLUMNS[2:7]]
+        rows[iid] = (run_id, iid, *(_json(v) for v in values), now)
+    return list(rows.values())
+
+
+def _score_tuples(run_id: str, rows: Sequence[ScoreRow | Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    cells: dict[tuple[str, str], tuple[Any, ...]] = {}
+    for raw in rows:
+        row = raw if isinstance(raw, ScoreRow) else ScoreRow.model_validate({"run_id": run_id, **raw})
+        if row.run_id != run_id:
+            raise ValueError(f"write_scores({run_id!r}): row for item {row.item_id!r} has run_id {row.run_id!r}")
+        fields = row.__dict__
+        cells[(row.item_id, row.scorer_id)] = tuple(
+            _json(fields[col]) if col in JSON_SCORE_COLUMNS else fields[col] for col in SCORE_COLUMNS
+        )
+    return list(cells.values())
+
+
+def _upsert(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    columns: Sequence[str],
+    keys: Sequence[str],
+    run_id: str,
+    rows: list[tuple[Any, ...]],
+) -> None:
+    """Inside the caller's transaction: stage with the appender, delete the keys replaced, insert."""
+    if not rows:
+        return
+    cols = ", ".join(columns)
+    match = " AND ".join(f"t.{key} = s.{key}" for key in keys)
+    stage = f"_evalduck_stage_{table}"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {stage} AS SELECT {cols} FROM {table} LIMIT 0")
+    appender = con.appender(stage)
+    appender.append_rows(rows)
+    appender.flush()
+    con.execute(f"DELETE FROM {table} AS t USING {stage} AS s WHERE t.run_id = ? AND {match}", [run_id])
+    con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage}")
+    con.execute(f"DROP TABLE {stage}")
 
 
 def _first(item: Mapping[str, Any], names: Sequence[str]) -> Any:

@@ -1,0 +1,89 @@
+"""Schema creation, migration from the previous version, and refusal of newer or foreign files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from flows.store import SCHEMA_VERSION, SchemaVersionError, Store, StoreError
+
+# The version 1 schema as it was released, written out here so the test does not depend on the code.
+V1_FILE = """
+CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT current_timestamp,
+                             evalduck_version VARCHAR);
+CREATE TABLE runs (run_id VARCHAR NOT NULL, name VARCHAR, dataset VARCHAR, status VARCHAR NOT NULL,
+                   started_at TIMESTAMPTZ NOT NULL, finished_at TIMESTAMPTZ, config JSON);
+CREATE TABLE items (run_id VARCHAR NOT NULL, item_id VARCHAR NOT NULL, input JSON, output JSON,
+                    ground_truth JSON, metadata JSON);
+CREATE TABLE scores (run_id VARCHAR NOT NULL, item_id VARCHAR NOT NULL, scorer_id VARCHAR NOT NULL,
+                     scorer_version VARCHAR NOT NULL, score DOUBLE, status VARCHAR NOT NULL, reason VARCHAR,
+                     error VARCHAR, preprocess_step_result JSON, analyze_step_result JSON,
+                     created_at TIMESTAMPTZ NOT NULL);
+INSERT INTO schema_version (version, evalduck_version) VALUES (1, '0.0.1');
+INSERT INTO runs VALUES ('old-a', 'nightly', 'd.jsonl', 'completed', TIMESTAMPTZ '2025-01-01 00:00:00+00', NULL, '{}'),
+                        ('old-b', 'nightly', 'd.jsonl', 'completed', TIMESTAMPTZ '2025-01-02 00:00:00+00', NULL, '{}');
+INSERT INTO items VALUES ('old-a', 'i1', '"q1"', '"a1"', NULL, NULL), ('old-b', 'i1', '"q1"', '"a1"', NULL, NULL);
+INSERT INTO scores VALUES
+  ('old-a', 'i1', 'tone-scorer', '1', 0.25, 'scored', 'r', NULL, NULL, '{"x": 1}', now()),
+  ('old-a', 'i2', 'tone-scorer', '1', 0.50, 'scored', 'r', NULL, NULL, NULL, now()),
+  ('old-b', 'i1', 'tone-scorer', '1', 0.75, 'scored', 'r', NULL, NULL, NULL, now()),
+  ('old-b', 'i2', 'tone-scorer', '1', 0.75, 'scored', 'r', NULL, NULL, NULL, now());
+"""
+
+
+def _make_file(path: Path, sql: str) -> None:
+    con = duckdb.connect(str(path))
+    con.execute(sql)
+    con.close()
+
+
+def test_new_file_has_the_current_schema(db_path: Path) -> None:
+    store = Store(db_path)
+    assert store.migrated_from == 0
+    assert store.sql("SELECT max(version) FROM schema_version").rows == [(SCHEMA_VERSION,)]
+    tables = {r[0] for r in store.sql("SELECT table_name FROM duckdb_tables()").rows}
+    assert {"runs", "items", "scores", "schema_version", "t_quantile_975"} <= tables
+    assert Store(db_path).migrated_from == SCHEMA_VERSION  # opening again changes nothing
+
+
+def test_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
+    _make_file(db_path, V1_FILE)
+    store = Store(db_path)
+    assert store.migrated_from == 1
+    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(1,), (2,)]
+    old = store.sql("SELECT item_id, score, analyze_step_result, judge_model, cost FROM scores "
+                    "WHERE run_id = 'old-a' ORDER BY item_id").rows
+    assert old == [("i1", 0.25, '{"x": 1}', None, None), ("i2", 0.5, None, None, None)]
+    (row,) = store.compare("previous", "latest")
+    assert row["mean_delta"] == pytest.approx(0.375) and row["n_paired"] == 2
+    # The upgraded file takes new writes with the new columns.
+    store.start_run("new", "nightly", "d.jsonl", "h", {"a": 1}, flow_run_id="f")
+    store.write_scores("new", [{"item_id": "i1", "scorer_id": "tone-scorer", "scorer_version": "1", "score": 1.0,
+                                 "judge_model": "m", "cost": 0.5}])
+    assert store.sql("SELECT judge_model, cost FROM scores WHERE run_id = 'new'").rows == [("m", 0.5)]
+    assert store.resolve_run("nightly") == "new"
+
+
+def test_newer_schema_is_refused_and_left_untouched(db_path: Path) -> None:
+    Store(db_path)
+    con = duckdb.connect(str(db_path))
+    con.execute("INSERT INTO schema_version (version, evalduck_version) VALUES (99, '9.0')")
+    con.close()
+    with pytest.raises(SchemaVersionError, match=r"schema version 99, newer than the 2 this evalduck"):
+        Store(db_path)
+    con = duckdb.connect(str(db_path), read_only=True)
+    assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (99,)
+    con.close()
+
+
+def test_foreign_duckdb_file_is_refused(db_path: Path) -> None:
+    _make_file(db_path, "CREATE TABLE sales (x INTEGER)")
+    with pytest.raises(StoreError, match=r"has tables \(sales\) but no evalduck schema_version"):
+        Store(db_path)
+
+
+def test_missing_folder_is_named(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        Store(tmp_path / "nope" / "evals.duckdb")
