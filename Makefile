@@ -22,6 +22,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/evalduck run datasets/demo.jsonl --name demo
 
+# A local Prefect server (unless PREFECT_API_URL names one), the deployments of prefect.yaml and a worker.
+serve: $(STAMP)
+	$(BIN)/evalduck serve
+
+# Ends what `make serve` started, by the process ids it recorded in .evalduck/serve.json.
+stop:
+	$(BIN)/evalduck stop
+
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
