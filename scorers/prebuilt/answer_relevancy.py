@@ -89,7 +89,8 @@ def relevancy_score(verdicts: Sequence[str], uncertainty_weight: float, scale: f
         return 0.0
     normalised = [v.strip().lower() for v in verdicts]
     n_yes, n_unsure = normalised.count("yes"), normalised.count("unsure")
-    return round_half_up((n_yes + uncertainty_weight * n_unsure) / len(normalised) * scale)
+    score = round_half_up((n_yes + uncertainty_weight * n_unsure) / len(normalised) * scale)
+    return min(score, scale)  # a scale with more than 2 decimals must not round past itself
 
 
 def _block(tag: str, text: str) -> str:

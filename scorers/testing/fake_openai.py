@@ -179,6 +179,8 @@ class _State:
     queue: collections.deque[Reply] = field(default_factory=collections.deque)
     requests: list[Request] = field(default_factory=list)
     ids: itertools.count[int] = field(default_factory=itertools.count)
+    in_flight: int = 0
+    max_in_flight: int = 0
 
 
 class FakeOpenAIServer:
@@ -219,7 +221,9 @@ class FakeOpenAIServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> "FakeOpenAIServer":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -258,6 +262,12 @@ class FakeOpenAIServer:
         with self._state.lock:
             return list(self._state.requests)
 
+    @property
+    def max_in_flight(self) -> int:
+        """The most requests that were being answered at the same time."""
+        with self._state.lock:
+            return self._state.max_in_flight
+
     def requests_for_step(self, step: str) -> list[Request]:
         return [r for r in self.requests if request_step(r) == step]
 
@@ -275,9 +285,15 @@ class FakeOpenAIServer:
     def _next_reply(self, req: Request) -> tuple[Reply, int]:
         with self._state.lock:
             self._state.requests.append(req)
+            self._state.in_flight += 1
+            self._state.max_in_flight = max(self._state.max_in_flight, self._state.in_flight)
             reply = self._state.queue.popleft() if self._state.queue else None
             n = next(self._state.ids)
         return (reply if reply is not None else self.respond(req)), n
+
+    def _done(self) -> None:
+        with self._state.lock:
+            self._state.in_flight -= 1
 
     def _wait(self, seconds: float) -> None:
         if seconds > 0:
@@ -329,14 +345,17 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send(400, _error_body("request body is not JSON", "invalid_request_error"))
                 return
             reply, n = server._next_reply(req)
-            server._wait(server.latency)
-            while reply.transform is not None or reply.hang_s:
-                server._wait(reply.hang_s)
-                if server._closing.is_set():
-                    return
-                reply = reply.transform(req, server) if reply.transform else Reply(content=reply.content)
-            body = reply.raw_body if reply.raw_body is not None else _completion_body(req, reply.content, n)
-            self._send(reply.status, body, reply.headers)
+            try:
+                server._wait(server.latency)
+                while reply.transform is not None or reply.hang_s:
+                    server._wait(reply.hang_s)
+                    if server._closing.is_set():
+                        return
+                    reply = reply.transform(req, server) if reply.transform else Reply(content=reply.content)
+                body = reply.raw_body if reply.raw_body is not None else _completion_body(req, reply.content, n)
+                self._send(reply.status, body, reply.headers)
+            finally:
+                server._done()
 
         def _send(self, status: int, body: bytes, headers: Iterable[tuple[str, str]] = ()) -> None:
             try:

@@ -1,0 +1,37 @@
+"""Fixtures for scorer tests: a fresh fake judge server per test, and retries that never really sleep."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from scorers import _retry
+from scorers.testing.fake_openai import FakeOpenAIServer
+
+FAKE_KEY = "sk-evalduck-canary-0123456789abcdef"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def judge(server: FakeOpenAIServer) -> dict[str, Any]:
+    """Judge options that reach the fake server through litellm's OpenAI provider path."""
+    return {"model": "openai/fake-judge", "api_base": server.base_url, "extra": {"api_key": FAKE_KEY}, "timeout": 10}
+
+
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Backoff delays the standalone retry loop asked for, without sleeping them."""
+    asked: list[float] = []
+
+    async def record(seconds: float) -> None:
+        asked.append(seconds)
+
+    monkeypatch.setattr(_retry, "_sleep", record)
+    return asked
