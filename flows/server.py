@@ -207,18 +207,27 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         pass
 
 
-def _wait_gone(pid: int, timeout: float, reap: Callable[[], object] | None = None) -> bool:
+def _wait_gone(pid: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if reap is not None:
-            reap()
         if not is_alive(pid):
             return True
         time.sleep(0.1)
     return not is_alive(pid)
 
 
-def stop_worker(pid: int, grace: float = 5.0, reap: Callable[[], object] | None = None) -> str:
+def _escalate(pid: int, what: str, steps: list[tuple[Callable[[], None], float, str]]) -> str:
+    """Send each signal in turn until the process is gone; say which one ended it."""
+    for send, wait, how in steps:
+        send()
+        if _wait_gone(pid, wait):
+            return f"stopped {what} (pid {pid}){how}"
+    _signal_group(pid, signal.SIGKILL)
+    _wait_gone(pid, 5.0)
+    return f"killed {what} (pid {pid})"
+
+
+def stop_worker(pid: int, grace: float = 5.0) -> str:
     """SIGTERM, then SIGINT the group, then SIGKILL it.
 
     Prefect's worker answers the first SIGTERM with "Sending SIGINT to the process worker" and can hang
@@ -226,28 +235,18 @@ def stop_worker(pid: int, grace: float = 5.0, reap: Callable[[], object] | None 
     runs it started, which live in its process group.
     """
     if not is_alive(pid, "worker"):
-        return f"worker (pid {pid}) was not running"
-    os.kill(pid, signal.SIGTERM)
-    if _wait_gone(pid, grace, reap):
-        return f"stopped the worker (pid {pid})"
-    _signal_group(pid, signal.SIGINT)
-    if _wait_gone(pid, 5.0, reap):
-        return f"stopped the worker (pid {pid}) after SIGINT"
-    _signal_group(pid, signal.SIGKILL)
-    _wait_gone(pid, 5.0, reap)
-    return f"killed the worker (pid {pid})"
+        return f"the worker (pid {pid}) was not running"
+    return _escalate(pid, "the worker", [
+        (lambda: os.kill(pid, signal.SIGTERM), grace, ""),
+        (lambda: _signal_group(pid, signal.SIGINT), 5.0, " after SIGINT"),
+    ])
 
 
-def stop_server(pid: int, reap: Callable[[], object] | None = None) -> str:
+def stop_server(pid: int) -> str:
     """SIGTERM the server's process group (it exits in well under a second), SIGKILL after 15 s."""
     if not is_alive(pid, "server"):
-        return f"Prefect server (pid {pid}) was not running"
-    _signal_group(pid, signal.SIGTERM)
-    if _wait_gone(pid, 15.0, reap):
-        return f"stopped the Prefect server (pid {pid})"
-    _signal_group(pid, signal.SIGKILL)
-    _wait_gone(pid, 5.0, reap)
-    return f"killed the Prefect server (pid {pid})"
+        return f"the Prefect server (pid {pid}) was not running"
+    return _escalate(pid, "the Prefect server", [(lambda: _signal_group(pid, signal.SIGTERM), 15.0, "")])
 
 
 def log_tail(log: Path | None, lines: int = 15) -> str:
@@ -266,7 +265,7 @@ class ServeOptions(BaseModel):
     project_dir: Path
     state_dir: Path
     db_path: Path
-    results_dir: Path
+    cache_dir: Path
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     api_url: str | None = Field(None, description="an existing server (PREFECT_API_URL); never started or stopped")
@@ -282,14 +281,10 @@ def ui_url_for(api_url: str) -> str:
 def worker_env(options: ServeOptions) -> dict[str, str]:
     """The environment of the worker, inherited by every flow run it starts.
 
-    The DuckDB file and the result/cache folder are absolute paths into the project, the same ones
+    The DuckDB file and the step cache folder are absolute paths into the project, the same ones
     `evalduck run` uses from the project folder, so UI, scheduled and CLI runs share rows and cache.
     """
-    return {
-        "EVALDUCK_DB": str(options.db_path),
-        "EVALDUCK_RESULTS_DIR": str(options.results_dir),
-        "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(options.results_dir),
-    }
+    return {"EVALDUCK_DB": str(options.db_path), "EVALDUCK_CACHE_DIR": str(options.cache_dir)}
 
 
 def _reusable(state: ServeState | None) -> bool:
