@@ -18,6 +18,8 @@ from scorers import (
     create_tone_scorer,
 )
 
+from scorers.prebuilt.answer_relevancy import VERSION as ANSWER_RELEVANCY_VERSION
+
 from flows.config import ScorerSpec
 
 __all__ = ("FACTORIES", "JUDGE_SCORERS", "Skipped", "build_scorers", "no_judge_message")
@@ -74,7 +76,7 @@ def build_scorers(
         if spec.id in JUDGE_SCORERS:
             model = options.get("model") or judge_model or os.environ.get(JUDGE_MODEL_ENV, "").strip()
             if not model:
-                skipped.append(Skipped(spec.id, no_judge_message(spec.id)))
+                skipped.append(Skipped(spec.id, no_judge_message(spec.id), ANSWER_RELEVANCY_VERSION))
                 continue
             options["model"] = model
             if judge_api_base and not options.get("api_base"):

@@ -1,0 +1,130 @@
+"""What a run shows in the Prefect UI: a progress artifact updated as items finish, a summary table at the
+end, and a comparison with the previous run of the same name (means, paired deltas, 95% intervals).
+
+Artifact calls are API calls: progress is updated every N items, never per item, and a failing artifact
+call is logged, never allowed to fail the run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+from uuid import UUID
+
+from prefect.artifacts import (
+    acreate_markdown_artifact,
+    acreate_progress_artifact,
+    acreate_table_artifact,
+    aupdate_progress_artifact,
+)
+
+__all__ = ("artifact_key", "ProgressArtifact", "summary_rows", "publish_summary", "publish_comparison",
+           "comparison_markdown")
+
+logger = logging.getLogger("evalduck.artifacts")
+
+
+def artifact_key(name: str | None, kind: str) -> str:
+    """Prefect keys are lowercase letters, digits and dashes: ``evalduck-<name>-<kind>``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", (name or "unnamed").lower()).strip("-") or "unnamed"
+    return f"evalduck-{slug}-{kind}"[:100]
+
+
+class ProgressArtifact:
+    """Percent of items done, updated every ``every`` items (and at the end)."""
+
+    def __init__(self, key: str, every: int) -> None:
+        self.key, self.every = key, max(1, every)
+        self.id: UUID | None = None
+        self._pending: set[asyncio.Task[Any]] = set()
+
+    async def start(self, description: str) -> None:
+        try:
+            self.id = await acreate_progress_artifact(progress=0.0, key=self.key, description=description)
+        except Exception:  # noqa: BLE001 - visibility must not fail the run
+            logger.warning("could not create the progress artifact", exc_info=True)
+
+    def update(self, done: int, total: int) -> None:
+        if self.id is None or total <= 0 or (done % self.every and done != total):
+            return
+        task = asyncio.ensure_future(self._update(100.0 * done / total))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _update(self, percent: float) -> None:
+        try:
+            assert self.id is not None
+            await aupdate_progress_artifact(artifact_id=self.id, progress=percent)
+        except Exception:  # noqa: BLE001
+            logger.warning("could not update the progress artifact", exc_info=True)
+
+    async def drain(self) -> None:
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+
+
+def _num(value: Any, digits: int = 3) -> Any:
+    return None if value is None else round(float(value), digits)
+
+
+def summary_rows(per_scorer: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per scorer: mean over scored cells, counts, judge tokens and cost (spent by this run)."""
+    rows = []
+    for s in per_scorer:
+        tokens = (s.get("prompt_tokens") or 0) + (s.get("completion_tokens") or 0)
+        rows.append({
+            "scorer": s["scorer_id"],
+            "mean": _num(s.get("mean_score")),
+            "scored": int(s.get("n_scored") or 0),
+            "errored": int(s.get("n_errors") or 0),
+            "skipped": int(s.get("n_skipped") or 0),
+            "judge_tokens": int(tokens),
+            "judge_cost_usd": _num(s.get("cost"), 6),
+        })
+    return rows
+
+
+async def publish_summary(key: str, rows: list[dict[str, Any]], description: str) -> None:
+    try:
+        await acreate_table_artifact(table=rows, key=key, description=description)
+    except Exception:  # noqa: BLE001
+        logger.warning("could not create the summary artifact", exc_info=True)
+
+
+def _fmt(value: Any, signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{float(value):+.3f}" if signed else f"{float(value):.3f}"
+
+
+def comparison_markdown(rows: Sequence[Mapping[str, Any]], run_a: str, run_b: str, name: str | None) -> str:
+    """Markdown table of ``compare_runs(previous, this)``: means, mean paired delta and its 95% CI."""
+    lines = [
+        f"# {name or 'eval'}: this run vs the previous one",
+        "",
+        f"Previous run `{run_a}`, this run `{run_b}`. Delta = this − previous, paired per item; "
+        "the interval is the 95% confidence interval of the mean paired delta.",
+        "",
+        "| scorer | previous mean | this mean | delta | 95% CI | paired | improved | regressed | note |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ci = f"[{_fmt(r.get('ci_low'), True)}, {_fmt(r.get('ci_high'), True)}]"
+        warning = r.get("warning") or r.get("warnings") or ""
+        lines.append(
+            f"| {r.get('scorer_id')} | {_fmt(r.get('mean_a'))} | {_fmt(r.get('mean_b'))} | "
+            f"{_fmt(r.get('mean_delta'), True)} | {ci} | {r.get('n_paired', 0)} | {r.get('n_improved', 0)} | "
+            f"{r.get('n_regressed', 0)} | {warning} |"
+        )
+    if not rows:
+        lines.append("| (no scorer scored in both runs) | | | | | | | | |")
+    return "\n".join(lines) + "\n"
+
+
+async def publish_comparison(key: str, markdown: str, description: str) -> None:
+    try:
+        await acreate_markdown_artifact(markdown=markdown, key=key, description=description)
+    except Exception:  # noqa: BLE001
+        logger.warning("could not create the comparison artifact", exc_info=True)

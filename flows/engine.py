@@ -1,0 +1,379 @@
+"""The body of an eval run, on one event loop inside the flow: bounded items in flight, the target and
+judge steps as one task per item and step, code-only scorers as one task per step over a chunk of items,
+and every finished cell written through the store as it finishes (a killed run keeps them)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from prefect import Task
+from prefect.states import aget_state_exception
+from pydantic import BaseModel
+from scorers import Scorer, ScorerInput, StepOutput
+
+from flows.datasets import DatasetItem
+from flows.progress import ProgressSink
+from flows.registry import Skipped
+from flows.store import ScoreRow, Store
+from flows.targets import Target
+from flows.tasks import (
+    Job,
+    RateLimiter,
+    TaskOptions,
+    chunk_key,
+    code_chunk_task,
+    judge_step_task,
+    run_code_step,
+    target_task,
+)
+
+__all__ = ("RunPlan", "ItemResult", "FailFast", "execute")
+
+logger = logging.getLogger("evalduck.engine")
+_WRITE_BATCH = 2000
+
+
+class FailFast(RuntimeError):
+    """``fail_fast``: the first cell that ended in error stops the run."""
+
+
+class ItemResult(BaseModel):
+    """What ``on_item_complete`` receives: one item with every scorer's outcome."""
+
+    item_id: str
+    input: Any = None
+    output: Any = None
+    scores: dict[str, float | None]
+    statuses: dict[str, str]
+    errors: dict[str, str] = {}
+
+
+@dataclass
+class RunPlan:
+    """Everything ``execute`` needs; built and validated by the flow before any call is made."""
+
+    run_id: str
+    items: list[DatasetItem]
+    scorers: list[Scorer]
+    skipped: list[Skipped]
+    target: Target
+    store: Store
+    opts: TaskOptions
+    concurrency: int = 8
+    judge_rpm: float | None = None
+    fail_fast: bool = False
+    chunk_size: int = 500
+    todo: set[tuple[str, str]] | None = None  # None: every cell; else only these (resume)
+    on_item_complete: Callable[[ItemResult], Any] | None = None
+    on_progress: Callable[[int, int], Any] | None = None
+    sink: ProgressSink | None = None
+
+    def wanted(self, item_id: str, scorer_id: str) -> bool:
+        return self.todo is None or (item_id, scorer_id) in self.todo
+
+
+@dataclass
+class _ItemState:
+    item: DatasetItem
+    pending: int
+    output: Any = None
+    rows: dict[str, ScoreRow] = field(default_factory=dict)
+
+
+class _Writer:
+    """The run's one writer: batches whatever has finished and upserts it from a worker thread."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+        self.queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
+
+    def put_score(self, row: ScoreRow) -> None:
+        self.queue.put_nowait(("scores", row))
+
+    def put_item(self, record: dict[str, Any]) -> None:
+        self.queue.put_nowait(("items", record))
+
+    async def run(self) -> None:
+        done = False
+        while not done:
+            batch = [await self.queue.get()]
+            while len(batch) < _WRITE_BATCH and not self.queue.empty():
+                batch.append(self.queue.get_nowait())
+            done = batch[-1] is None or None in batch
+            items = [v for entry in batch if entry is not None for k, v in [entry] if k == "items"]
+            scores = [v for entry in batch if entry is not None for k, v in [entry] if k == "scores"]
+            if items or scores:
+                await asyncio.to_thread(self.store.write_batch, self.run_id, items=items, scores=scores)
+
+    def close(self) -> None:
+        self.queue.put_nowait(None)
+
+
+def _score_row(run_id: str, scorer: Scorer, item_id: str, **fields: Any) -> ScoreRow:
+    return ScoreRow(run_id=run_id, item_id=item_id, scorer_id=scorer.id, scorer_version=scorer.version, **fields)
+
+
+def _usage_fields(outputs: dict[str, StepOutput], spent: list[dict[str, Any]]) -> dict[str, Any]:
+    """Judge model, and the tokens/cost/latency this run spent (cached steps spent nothing)."""
+    models = sorted({u["model"] for o in outputs.values() for u in (x.model_dump() for x in o.usage)})
+    cost_values = [u["cost"] for u in spent if u.get("cost") is not None]
+    return {
+        "judge_model": ",".join(models) or None,
+        "prompt_tokens": sum(u.get("prompt_tokens") or 0 for u in spent) if spent else None,
+        "completion_tokens": sum(u.get("completion_tokens") or 0 for u in spent) if spent else None,
+        "cost": sum(cost_values) if cost_values else None,
+        "latency_s": round(sum(u.get("latency_s") or 0.0 for u in spent), 6) if spent else None,
+    }
+
+
+class _Run:
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+        self.writer = _Writer(plan.store, plan.run_id)
+        self.sem = asyncio.Semaphore(plan.concurrency)
+        self.limiter = RateLimiter(plan.judge_rpm)
+        self.step_tasks: dict[str, Task[..., Any]] = {}
+        self.chunk_tasks: dict[str, Task[..., Any]] = {}
+        for scorer in plan.scorers:
+            chunked = not any(s.is_judge for s in scorer.steps)
+            for step in scorer.steps:
+                if chunked:
+                    self.chunk_tasks[step.label] = code_chunk_task(step, plan.opts)
+                else:
+                    self.step_tasks[step.label] = judge_step_task(step, plan.opts)
+        self.target_task = target_task(plan.target.label, plan.opts) if plan.target.calls else None
+        self.judge_scorers = [s for s in plan.scorers if any(st.is_judge for st in s.steps)]
+        self.code_scorers = [s for s in plan.scorers if s not in self.judge_scorers]
+        self.states: dict[str, _ItemState] = {}
+        self.completed = 0
+        self.total = 0
+
+    # ---- bookkeeping ---------------------------------------------------------------------------
+
+    def _finish_cell(self, state: _ItemState, row: ScoreRow) -> None:
+        self.writer.put_score(row)
+        state.rows[row.scorer_id] = row
+        if row.status == "error" and self.plan.fail_fast:
+            raise FailFast(f"item {row.item_id!r}, scorer {row.scorer_id!r}: {row.error}")
+        state.pending -= 1
+        if state.pending == 0:
+            self._item_done(state)
+
+    def _item_done(self, state: _ItemState) -> None:
+        self.completed += 1
+        plan = self.plan
+        if plan.sink is not None:
+            plan.sink.advance()
+        if plan.on_progress is not None:
+            plan.on_progress(self.completed, self.total)
+        if plan.on_item_complete is not None:
+            result = ItemResult(
+                item_id=state.item.item_id,
+                input=state.item.input,
+                output=state.output,
+                scores={k: r.score for k, r in state.rows.items()},
+                statuses={k: r.status for k, r in state.rows.items()},
+                errors={k: r.error for k, r in state.rows.items() if r.error},
+            )
+            try:
+                returned = plan.on_item_complete(result)
+                if inspect.isawaitable(returned):
+                    asyncio.ensure_future(returned)
+            except Exception:  # a user callback must not lose the run's results
+                logger.warning("on_item_complete raised for item %r", result.item_id, exc_info=True)
+
+    def _error_all(self, state: _ItemState, scorers: list[Scorer], message: str) -> None:
+        for scorer in scorers:
+            if self.plan.wanted(state.item.item_id, scorer.id):
+                self._finish_cell(state, _score_row(self.plan.run_id, scorer, state.item.item_id, status="error",
+                                                    error=message))
+
+    # ---- per item ------------------------------------------------------------------------------
+
+    async def _call_target(self, state: _ItemState) -> bool:
+        item, target = state.item, self.plan.target
+        if not target.calls:
+            state.output = item.output
+            return True
+        assert self.target_task is not None
+        job = Job(lambda: target.acall(item))
+        run_state = await self.target_task(target.cache_key(item), item.item_id, job, return_state=True)
+        if not run_state.is_completed():
+            exc = await aget_state_exception(run_state)
+            message = f"target {target.label}: {type(exc).__name__}: {exc}"
+            self._error_all(state, self.plan.scorers, message)
+            return False
+        state.output = (await run_state.aresult())["output"]
+        self.writer.put_item({**item.store_record(), "output": state.output})
+        return True
+
+    def _scorer_input(self, state: _ItemState) -> ScorerInput:
+        item = state.item
+        return ScorerInput(input=item.input, output=state.output, ground_truth=item.ground_truth,
+                           request_context=item.request_context)
+
+    async def _judge_scorer(self, scorer: Scorer, state: _ItemState, run: ScorerInput) -> ScoreRow:
+        item_id = state.item.item_id
+        outputs: dict[str, StepOutput] = {}
+        spent: list[dict[str, Any]] = []
+        score: float | None = None
+        for step in scorer.steps:
+            try:
+                ctx = scorer.context_for(step.name, run, {k: v.result for k, v in outputs.items()}, score)
+                key = step.cache_key(ctx)
+            except Exception as exc:  # noqa: BLE001 - the cell's error
+                return _score_row(self.plan.run_id, scorer, item_id, status="error",
+                                  error=f"{step.label}: {type(exc).__name__}: {exc}")
+            job = Job(lambda step=step, ctx=ctx: step.arun(ctx), self.limiter if step.is_judge else None)
+            run_state = await self.step_tasks[step.label](key, item_id, job, return_state=True)
+            if not run_state.is_completed():
+                exc = await aget_state_exception(run_state)
+                detail = str(exc) if str(exc).startswith(step.label) else f"{step.label}: {type(exc).__name__}: {exc}"
+                return _score_row(self.plan.run_id, scorer, item_id, status="error", error=detail,
+                                  **_usage_fields(outputs, spent))
+            out = StepOutput.model_validate(await run_state.aresult())
+            if run_state.name != "Cached":
+                spent.extend(u.model_dump() for u in out.usage)
+            outputs[step.name] = out
+            if step.name == "generate_score":
+                score = float(out.result)
+        result = scorer.assemble(run, outputs)
+        prompts = {name: o.prompt for name, o in outputs.items() if o.prompt is not None} or None
+        return _score_row(
+            self.plan.run_id, scorer, item_id, status="scored", score=result.score, reason=result.reason,
+            preprocess_step_result=result.preprocess_step_result, analyze_step_result=result.analyze_step_result,
+            prompts=prompts, **_usage_fields(outputs, spent),
+        )
+
+    async def _item(self, state: _ItemState, ready: asyncio.Queue[_ItemState | None]) -> None:
+        async with self.sem:
+            if not await self._call_target(state):
+                return
+            if self.plan.target.calls:
+                ready.put_nowait(state)  # code-only scorers need only the output
+            wanted = [s for s in self.judge_scorers if self.plan.wanted(state.item.item_id, s.id)]
+            if wanted:
+                try:
+                    run = self._scorer_input(state)
+                except Exception as exc:  # noqa: BLE001 - e.g. a target that returned bad messages
+                    self._error_all(state, self.code_scorers + wanted, f"{type(exc).__name__}: {exc}")
+                    return
+                rows = await asyncio.gather(*(self._judge_scorer(s, state, run) for s in wanted))
+                for row in rows:
+                    self._finish_cell(state, row)
+
+    # ---- code-only scorers over chunks ---------------------------------------------------------
+
+    async def _chunk(self, states: list[_ItemState]) -> None:
+        first, last = states[0].item.where, states[-1].item.where
+        span = f"{len(states)} items: {first} .. {last}" if len(states) > 1 else first
+        for scorer in self.code_scorers:
+            todo = [s for s in states if self.plan.wanted(s.item.item_id, scorer.id)]
+            if not todo:
+                continue
+            results: dict[str, dict[str, Any]] = {s.item.item_id: {} for s in todo}
+            errors: dict[str, str] = {}
+            score: dict[str, float] = {}
+            runs: dict[str, ScorerInput] = {}
+            for s in todo:
+                try:
+                    runs[s.item.item_id] = self._scorer_input(s)
+                except Exception as exc:  # noqa: BLE001
+                    errors[s.item.item_id] = f"{scorer.id}: {type(exc).__name__}: {exc}"
+            for step in scorer.steps:
+                live = [s for s in todo if s.item.item_id not in errors]
+                if not live:
+                    break
+                ctxs = [scorer.context_for(step.name, runs[s.item.item_id], results[s.item.item_id],
+                                           score.get(s.item.item_id)) for s in live]
+                keys = [step.cache_key(c) for c in ctxs]
+                job = Job(lambda step=step, ctxs=ctxs: run_code_step(step, ctxs))
+                run_state = await self.chunk_tasks[step.label](chunk_key(keys), span, job, return_state=True)
+                if not run_state.is_completed():
+                    exc = await aget_state_exception(run_state)
+                    outs: list[dict[str, Any]] = [{"error": f"{step.label}: {type(exc).__name__}: {exc}"}] * len(live)
+                else:
+                    outs = await run_state.aresult()
+                for s, out in zip(live, outs):
+                    iid = s.item.item_id
+                    if "error" in out:
+                        errors[iid] = out["error"]
+                        continue
+                    results[iid][step.name] = out["result"]
+                    if step.name == "generate_score":
+                        score[iid] = float(out["result"])
+            for s in todo:
+                iid = s.item.item_id
+                if iid in errors:
+                    row = _score_row(self.plan.run_id, scorer, iid, status="error", error=errors[iid])
+                else:
+                    outputs = {name: StepOutput(result=value) for name, value in results[iid].items()}
+                    result = scorer.assemble(runs[iid], outputs)
+                    row = _score_row(
+                        self.plan.run_id, scorer, iid, status="scored", score=result.score, reason=result.reason,
+                        preprocess_step_result=result.preprocess_step_result,
+                        analyze_step_result=result.analyze_step_result,
+                    )
+                self._finish_cell(s, row)
+
+    async def _chunker(self, ready: asyncio.Queue[_ItemState | None]) -> None:
+        """Group items whose output is ready into chunks for the code-only scorers."""
+        buffer: list[_ItemState] = []
+        while True:
+            state = await ready.get()
+            if state is not None:
+                buffer.append(state)
+            if buffer and (state is None or len(buffer) >= self.plan.chunk_size):
+                chunk, buffer = buffer, []
+                await self._chunk(chunk)
+            if state is None:
+                return
+
+    # ---- the whole run -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        plan = self.plan
+        for sk in plan.skipped:
+            for item in plan.items:
+                if plan.wanted(item.item_id, sk.scorer_id):
+                    self.writer.put_score(ScoreRow(run_id=plan.run_id, item_id=item.item_id, scorer_id=sk.scorer_id,
+                                                   scorer_version=sk.version or "-", status="skipped",
+                                                   reason=sk.reason))
+        for item in plan.items:
+            cells = sum(1 for s in plan.scorers if plan.wanted(item.item_id, s.id))
+            if cells:
+                self.states[item.item_id] = _ItemState(item=item, pending=cells)
+        self.total = len(self.states)
+        if plan.sink is not None:
+            plan.sink.start(self.total)
+        writer = asyncio.create_task(self.writer.run())
+        ready: asyncio.Queue[_ItemState | None] = asyncio.Queue()
+        try:
+            async with asyncio.TaskGroup() as group:
+                chunker = group.create_task(self._chunker(ready)) if self.code_scorers else None
+                if not plan.target.calls:
+                    for state in self.states.values():  # outputs known: chunks in dataset order
+                        ready.put_nowait(state)
+                items = [group.create_task(self._item(s, ready)) for s in self.states.values()]
+                if items:
+                    await asyncio.wait(items)
+                ready.put_nowait(None)
+                if chunker is not None:
+                    await chunker
+        except* FailFast as group_exc:
+            raise group_exc.exceptions[0] from None
+        finally:
+            self.writer.close()
+            await writer
+            if plan.sink is not None:
+                plan.sink.finish()
+
+
+async def execute(plan: RunPlan) -> None:
+    """Run every wanted cell of the plan; results land in the store as they finish."""
+    await _Run(plan).run()

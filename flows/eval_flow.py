@@ -1,0 +1,302 @@
+"""The eval flows: ``run_evals`` (the Python API, SPEC 4) and ``run_eval_config`` (one EvalConfig parameter:
+the deployment entrypoint, rendered as a form in the Prefect UI).
+
+``run_evals`` is a synchronous flow whose body runs one event loop: target and judge steps are async tasks
+awaited on it (one HTTP client context for all task runs, at most ``concurrency`` items in flight), code
+steps run over chunks of items. In-memory rows never travel as a flow parameter: the flow reports them to
+the API as a short description, so any number of rows works (Prefect refuses parameters over 512 KiB).
+"""
+
+from __future__ import annotations
+
+from flows.prefect_env import apply_defaults
+
+apply_defaults()
+
+import asyncio  # noqa: E402
+import contextvars  # noqa: E402
+import os  # noqa: E402
+import threading  # noqa: E402
+import uuid  # noqa: E402
+from collections.abc import Callable, Coroutine, Mapping, Sequence  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, TypeVar  # noqa: E402
+
+from prefect import Flow, flow, get_run_logger  # noqa: E402
+from prefect.context import AsyncClientContext, FlowRunContext  # noqa: E402
+from pydantic import BaseModel, Field  # noqa: E402
+from scorers import Scorer  # noqa: E402
+
+from flows.artifacts import (  # noqa: E402
+    ProgressArtifact,
+    artifact_key,
+    comparison_markdown,
+    publish_comparison,
+    publish_summary,
+    summary_rows,
+)
+from flows.config import DEFAULT_SCORERS, EvalConfig, ScorerSpec, default_cache_dir  # noqa: E402
+from flows.datasets import Dataset, DatasetError, dataset_from_rows, load_dataset  # noqa: E402
+from flows.engine import FailFast, ItemResult, RunPlan, execute  # noqa: E402
+from flows.progress import current_sink  # noqa: E402
+from flows.registry import build_scorers  # noqa: E402
+from flows.store import Store, UnknownRunError, default_db_path  # noqa: E402
+from flows.targets import resolve_target  # noqa: E402
+from flows.tasks import TaskOptions  # noqa: E402
+
+__all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult")
+
+T = TypeVar("T")
+
+
+class EvalResult(BaseModel):
+    """What a run returns: ``scores`` are means over scored items; ``summary`` counts every cell."""
+
+    run_id: str
+    name: str | None = None
+    scores: dict[str, float | None] = Field(description="scorer id -> mean score over scored items")
+    summary: dict[str, Any] = Field(description='{"totalItems": n, "scorers": {id: {scored, errored, ...}}}')
+    db: str
+    status: str = "completed"
+    previous_run_id: str | None = None
+    comparison: list[dict[str, Any]] | None = None
+
+
+def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """Run on a fresh event loop; from a thread that already runs one (a notebook), on a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+    ctx = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            box["value"] = ctx.run(asyncio.run, coro)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="evalduck-run")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _load(data: Any) -> Dataset:
+    if isinstance(data, (str, os.PathLike)):
+        return load_dataset(data)
+    if isinstance(data, Dataset):
+        return data
+    return dataset_from_rows(list(data))
+
+
+def _execute(
+    *,
+    data: Any,
+    scorers: Sequence[Any],
+    target: Any,
+    concurrency: int,
+    on_item_complete: Callable[[ItemResult], Any] | None,
+    name: str | None,
+    db: str | os.PathLike[str] | None,
+    judge_model: str | None = None,
+    judge_api_base: str | None = None,
+    target_system_prompt: str | None = None,
+    target_api_base: str | None = None,
+    judge_rpm: float | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = False,
+    resume: str | None = None,
+    retries: int = 3,
+    retry_backoff_s: float = 1.0,
+    fail_fast: bool = False,
+    chunk_size: int = 500,
+    progress_every: int = 25,
+    config: Mapping[str, Any] | None = None,
+) -> EvalResult:
+    logger = get_run_logger()
+    sink = current_sink()
+
+    # Everything that can be wrong with the inputs is found here, before any target or judge call.
+    dataset = _load(data)
+    built, skipped = build_scorers(scorers or list(DEFAULT_SCORERS), judge_model=judge_model,
+                                   judge_api_base=judge_api_base)
+    for sk in skipped:
+        logger.warning(sk.reason)
+        if sink is not None:
+            sink.note(sk.reason)
+    tgt = resolve_target(target, system_prompt=target_system_prompt, api_base=target_api_base)
+    if not tgt.calls:
+        missing = [f"{i.where} (item {i.item_id!r})" for i in dataset.items if i.output is None]
+        if missing and built:
+            raise DatasetError([f"{m}: missing `output` (no target given, so each item's `output` is scored)"
+                                for m in missing], path=dataset.source)
+
+    store = Store(db if db is not None else default_db_path())
+    flow_ctx = FlowRunContext.get()
+    flow_run_id = str(flow_ctx.flow_run.id) if flow_ctx and flow_ctx.flow_run else None
+    todo: set[tuple[str, str]] | None = None
+    previous: str | None = None
+    if resume:
+        run_id = store.resolve_run(resume)
+        done = store.completed_cells(run_id)
+        all_ids = [s.id for s in built] + [s.scorer_id for s in skipped]
+        todo = {(i.item_id, sid) for i in dataset.items for sid in all_ids} - done
+        logger.info("resuming run %s: %d cell(s) to compute", run_id, len(todo))
+    else:
+        run_id = str(uuid.uuid4())
+        if name:
+            try:
+                previous = store.resolve_run(name)
+            except UnknownRunError:
+                previous = None
+    run_config = dict(config or {})
+    run_config.setdefault("scorers", [{"id": s.id, "version": s.version, "options": dict(s.options)} for s in built])
+    run_config.setdefault("target", tgt.label)
+    store.start_run(run_id, name, dataset.source, dataset.hash, run_config, flow_run_id)
+    store.write_items(run_id, [i.store_record() for i in dataset.items])
+
+    folder = Path(cache_dir) if cache_dir else default_cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    opts = TaskOptions(cache_dir=folder.resolve(), retries=retries, backoff_s=retry_backoff_s, refresh=refresh)
+    progress = ProgressArtifact(artifact_key(name, "progress"), progress_every)
+    plan = RunPlan(
+        run_id=run_id, items=dataset.items, scorers=built, skipped=skipped, target=tgt, store=store, opts=opts,
+        concurrency=concurrency, judge_rpm=judge_rpm, fail_fast=fail_fast, chunk_size=chunk_size, todo=todo,
+        on_item_complete=on_item_complete, on_progress=progress.update, sink=sink,
+    )
+
+    async def body() -> None:
+        async with AsyncClientContext.get_or_create():
+            await progress.start(f"items scored in run {run_id}")
+            try:
+                await execute(plan)
+            finally:
+                await progress.drain()
+
+    status = "completed"
+    try:
+        _run_coroutine(body())
+    except BaseException:
+        status = "failed"
+        raise
+    finally:
+        store.finish_run(run_id, status)
+
+    per_scorer = store.run_summary(run_id).scorers
+    rows = summary_rows(per_scorer)
+    scores = {r["scorer"]: r["mean"] for r in rows}
+    summary = {
+        "totalItems": len(dataset.items),
+        "scorers": {r["scorer"]: {k: v for k, v in r.items() if k != "scorer"} for r in rows},
+    }
+    comparison = store.compare(previous, run_id) if previous else None
+
+    async def publish() -> None:
+        async with AsyncClientContext.get_or_create():
+            await publish_summary(artifact_key(name, "summary"), rows, f"evalduck run {run_id} ({len(dataset)} items)")
+            if comparison is not None and previous is not None:
+                await publish_comparison(artifact_key(name, "comparison"),
+                                         comparison_markdown(comparison, previous, run_id, name),
+                                         f"run {run_id} vs previous run {previous}")
+
+    _run_coroutine(publish())
+    logger.info("run %s: %s", run_id, ", ".join(f"{k}={v}" for k, v in scores.items()))
+    return EvalResult(run_id=run_id, name=name, scores=scores, summary=summary, db=str(store.path),
+                      previous_run_id=previous, comparison=comparison)
+
+
+class _EvalsFlow(Flow[..., EvalResult]):
+    """A Flow that reports in-memory rows and Python objects to the API as short descriptions: the rows
+    themselves stay in this process (and land in the store's `items` table)."""
+
+    def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
+        params = dict(parameters)
+        data = params.get("data")
+        if data is not None and not isinstance(data, (str, os.PathLike)):
+            params["data"] = f"<{len(data)} rows in memory>" if hasattr(data, "__len__") else "<rows in memory>"
+        if params.get("scorers"):
+            params["scorers"] = [s.id if isinstance(s, Scorer) else s for s in params["scorers"]]
+        for key in ("target", "on_item_complete"):
+            value = params.get(key)
+            if callable(value):
+                params[key] = f"<callable {getattr(value, '__module__', '?')}:{getattr(value, '__qualname__', '?')}>"
+        return super().serialize_parameters(params)
+
+
+def _run_evals(
+    data: Any,
+    scorers: Any = None,
+    target: Any = None,
+    concurrency: int = 8,
+    on_item_complete: Any = None,
+    name: str | None = None,
+    db: str | None = None,
+    judge_model: str | None = None,
+    judge_api_base: str | None = None,
+    judge_rpm: float | None = None,
+    target_system_prompt: str | None = None,
+    cache_dir: str | None = None,
+    refresh: bool = False,
+    resume: str | None = None,
+    retries: int = 3,
+    retry_backoff_s: float = 1.0,
+    fail_fast: bool = False,
+) -> EvalResult:
+    """Run scorers over a dataset and store every result in DuckDB.
+
+    Args:
+        data: rows (dicts with ``input`` and optional ``output``, ``groundTruth``, ``requestContext``, ``id``,
+            ``metadata``) or a dataset file (.jsonl, .json, .csv, .parquet).
+        scorers: Scorer objects and/or scorer ids ("tone-scorer", ...); default: the three prebuilt ones.
+        target: None (score each item's ``output``), a callable (sync or async, called with the item's
+            input), "module:function", or "model:<litellm model>".
+        concurrency: items in flight at once.
+        on_item_complete: called once per item with an ``ItemResult`` (sync or async).
+        name: run name; the previous run of the same name is compared with this one.
+        db: DuckDB file (default $EVALDUCK_DB, else ./evals.duckdb).
+        judge_model: litellm model for judge scorers given by id (default $EVALDUCK_JUDGE_MODEL).
+        judge_api_base: OpenAI-compatible server for those judges.
+        judge_rpm: judge requests per minute for the whole run.
+        target_system_prompt: system prompt of a "model:" target.
+        cache_dir: step cache folder (default $EVALDUCK_CACHE_DIR, else ./.evalduck/cache).
+        refresh: ignore cached results (fresh target/judge calls), and overwrite them.
+        resume: a run id or name: compute only its missing or errored cells.
+        retries: retries of transient target/judge errors (429, 5xx, timeouts, invalid judge JSON).
+        retry_backoff_s: first retry delay, doubled each retry, jittered; Retry-After is a floor.
+        fail_fast: stop at the first cell that ends in error (default: record it and go on).
+    """
+    return _execute(
+        data=data, scorers=scorers or list(DEFAULT_SCORERS), target=target, concurrency=concurrency,
+        on_item_complete=on_item_complete, name=name, db=db, judge_model=judge_model,
+        judge_api_base=judge_api_base, judge_rpm=judge_rpm, target_system_prompt=target_system_prompt,
+        cache_dir=cache_dir, refresh=refresh, resume=resume, retries=retries, retry_backoff_s=retry_backoff_s,
+        fail_fast=fail_fast,
+    )
+
+
+run_evals: _EvalsFlow = _EvalsFlow(_run_evals, name="run-evals", persist_result=False, log_prints=False)
+
+
+@flow(name="run-eval-config", persist_result=False, log_prints=False)
+def run_eval_config(config: EvalConfig) -> EvalResult:
+    """Run an eval described by one EvalConfig (the deployment entrypoint; the UI renders it as a form).
+
+    Args:
+        config: dataset, scorers with options, target, judge model, concurrency, run name, database...
+    """
+    return _execute(
+        data=config.dataset, scorers=list(config.scorers), target=config.target, concurrency=config.concurrency,
+        on_item_complete=None, name=config.name, db=config.db, judge_model=config.judge_model,
+        judge_api_base=config.judge_api_base, target_system_prompt=config.target_system_prompt,
+        target_api_base=config.target_api_base, judge_rpm=config.judge_rpm, cache_dir=config.cache_dir,
+        refresh=config.refresh, resume=config.resume, retries=config.retries,
+        retry_backoff_s=config.retry_backoff_s, fail_fast=config.fail_fast, chunk_size=config.chunk_size,
+        progress_every=config.progress_every, config=config.model_dump(mode="json"),
+    )
+
+
+__all__ += ("FailFast", "ScorerSpec")

@@ -1,0 +1,36 @@
+"""Environment defaults applied before prefect is first imported: no telemetry, a patient first start of
+Prefect's local (ephemeral) server, and no server-side shutdown tracebacks on the user's terminal.
+
+Only defaults (``setdefault``): a user's explicit setting always wins.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ("apply_defaults", "quiet_console")
+
+_DEFAULTS = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    # A fresh PREFECT_HOME runs ~120 SQLite migrations on first start: 20 s (Prefect's default) is too short
+    # on a loaded 2-core machine.
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+    # The local server's services log CancelledError tracebacks when it is stopped at exit.
+    "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
+}
+
+
+def apply_defaults() -> None:
+    for key, value in _DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
+def quiet_console() -> None:
+    """For the CLI: Prefect's per-task console lines give way to the progress bar and the final table
+    (run logs still reach the Prefect API and UI). Must run before prefect is imported."""
+    if "prefect" in sys.modules:
+        return
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")

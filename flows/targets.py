@@ -1,0 +1,149 @@
+"""Targets: what produces the output to score. None (the item's own `output`), a Python callable (sync or
+async; "module:function" from the CLI/UI), or "model:<litellm model>" with an optional system prompt."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scorers import JudgeSettings
+
+from flows.datasets import DatasetItem
+
+__all__ = ("Target", "resolve_target", "TargetError")
+
+KEY_FORMAT = "evalduck-target-v1"
+
+
+class TargetError(ValueError):
+    """A target string that cannot be resolved."""
+
+
+def _digest(components: dict[str, Any]) -> str:
+    text = json.dumps(components, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _callable_identity(fn: Callable[..., Any]) -> dict[str, Any]:
+    """Module, name and a hash of the source, so editing the function invalidates its cached outputs."""
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        code = getattr(fn, "__code__", None)
+        source = code.co_code.hex() if code is not None else repr(fn)
+    return {
+        "kind": "callable",
+        "name": f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}",
+        "source_sha256": hashlib.sha256(source.encode("utf-8")).hexdigest(),
+    }
+
+
+@dataclass(frozen=True)
+class Target:
+    """A resolved target. ``kind`` is "output", "callable" or "model"."""
+
+    kind: str
+    label: str
+    fn: Callable[..., Any] | None = None
+    settings: JudgeSettings | None = None
+    system_prompt: str | None = None
+    identity: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def calls(self) -> bool:
+        return self.kind != "output"
+
+    def cache_key(self, item: DatasetItem) -> str:
+        """Target identity + the item's input and request context (never run ids, timeouts or keys)."""
+        return _digest(
+            {
+                "format": KEY_FORMAT,
+                "target": self.identity,
+                "input": item.input,
+                "request_context": item.request_context,
+            }
+        )
+
+    async def acall(self, item: DatasetItem) -> dict[str, Any]:
+        """One attempt: {"output": ..., "usage": [JudgeUsage dicts]}."""
+        if self.kind == "model":
+            return await self._ask_model(item)
+        assert self.fn is not None
+        if inspect.iscoroutinefunction(self.fn):
+            output = await self.fn(item.input)
+        else:
+            output = await asyncio.to_thread(self.fn, item.input)
+            if inspect.isawaitable(output):
+                output = await output
+        if output is not None and not isinstance(output, (str, list)):
+            raise TypeError(f"target {self.label} must return a string or chat messages, got {type(output).__name__}")
+        return {"output": output, "usage": []}
+
+    async def _ask_model(self, item: DatasetItem) -> dict[str, Any]:
+        # The judge's request path: same litellm call, same error classes (transient vs config), no retries.
+        from scorers._judge import _one_request
+
+        assert self.settings is not None
+        messages: list[dict[str, str]] = []
+        if self.system_prompt:
+            messages.append({"role": "system", "content": self.system_prompt})
+        if isinstance(item.input, str):
+            messages.append({"role": "user", "content": item.input})
+        else:
+            messages.extend({"role": m["role"], "content": m["content"]} for m in item.input)
+        content, usage = await _one_request(self.settings, messages, None, f"target {self.label}", repair=False)
+        return {"output": content or "", "usage": [usage.model_dump(mode="json")]}
+
+
+def _import_callable(spec: str) -> Callable[..., Any]:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise TargetError(f"target {spec!r}: expected 'module:function' or 'model:<litellm model>'")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TargetError(f"target {spec!r}: cannot import module {module_name!r} ({exc})") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise TargetError(f"target {spec!r}: module {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TargetError(f"target {spec!r}: {attr!r} is not callable")
+    return obj
+
+
+def resolve_target(
+    target: str | Callable[..., Any] | None,
+    *,
+    system_prompt: str | None = None,
+    api_base: str | None = None,
+    timeout: float = 120.0,
+) -> Target:
+    """Resolve ``None`` / a callable / "module:function" / "model:<litellm model>".
+
+    Raises:
+        TargetError: an unknown form, a module that does not import, or a missing attribute.
+    """
+    if target is None or target == "":
+        return Target(kind="output", label="output")
+    if callable(target):
+        identity = _callable_identity(target)
+        return Target(kind="callable", label=identity["name"], fn=target, identity=identity)
+    if not isinstance(target, str):
+        raise TargetError(f"target must be None, a callable or a string, got {type(target).__name__}")
+    if target.startswith("model:"):
+        model = target.removeprefix("model:").strip()
+        if not model:
+            raise TargetError("target 'model:' needs a litellm model, e.g. 'model:openai/gpt-4o-mini'")
+        settings = JudgeSettings(model=model, api_base=api_base, timeout=timeout)
+        identity = {"kind": "model", **settings.key_fields(), "system_prompt": system_prompt}
+        return Target(kind="model", label=target, settings=settings, system_prompt=system_prompt, identity=identity)
+    fn = _import_callable(target)
+    identity = _callable_identity(fn)
+    return Target(kind="callable", label=target, fn=fn, identity=identity)

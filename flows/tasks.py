@@ -1,0 +1,198 @@
+"""Prefect tasks for one eval run: the target call and judge steps (one task per item and step), and cheap
+code steps (one task per step over a chunk of items).
+
+Cache keys are the scorer's own (``step.cache_key(ctx)``), handed to Prefect by ``StepCacheKey``, never
+Prefect's INPUTS/TASK_SOURCE (which have no task identity, ignore helpers and choke on clients). Results
+are JSON files in a configurable folder. Retries cover transient errors only, with exponential backoff,
+jitter, and the server's Retry-After as a floor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefect import Task, task
+from prefect.cache_policies import CachePolicy
+from prefect.client.schemas.objects import TaskRun
+from prefect.context import TaskRunContext
+from prefect.states import State, aget_state_exception
+from prefect.tasks import exponential_backoff
+from scorers import JudgeConfigError, JudgeTransientError, Step, StepContext
+
+__all__ = (
+    "StepCacheKey",
+    "RateLimiter",
+    "Job",
+    "TaskOptions",
+    "is_transient",
+    "judge_step_task",
+    "code_chunk_task",
+    "target_task",
+    "chunk_key",
+)
+
+JITTER = 0.5
+# Task-run id -> earliest monotonic time of its next attempt (a Retry-After floor under the backoff).
+_NOT_BEFORE: dict[Any, float] = {}
+
+
+@dataclass
+class StepCacheKey(CachePolicy):
+    """The cache key is the task's ``cache_key`` argument, computed by the scorer (or target) itself."""
+
+    def compute_key(
+        self, task_ctx: TaskRunContext, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any
+    ) -> str | None:
+        return inputs.get("cache_key")
+
+
+class RateLimiter:
+    """At most ``rpm`` acquisitions per minute, spread evenly, shared by every coroutine of one run."""
+
+    def __init__(self, rpm: float | None) -> None:
+        self.interval = 60.0 / rpm if rpm else 0.0
+        self._next = 0.0
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        if not self.interval:
+            return
+        async with self._lock:
+            now = time.monotonic()
+            wait = self._next - now
+            self._next = max(now, self._next) + self.interval
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+
+class Job:
+    """What a task works on, in a plain object: Prefect neither walks it for futures nor hashes it."""
+
+    __slots__ = ("call", "limiter")
+
+    def __init__(self, call: Callable[[], Awaitable[Any]], limiter: RateLimiter | None = None) -> None:
+        self.call = call
+        self.limiter = limiter
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth retrying: judge/target transient errors, timeouts and connection errors; never config/auth."""
+    if isinstance(exc, JudgeConfigError):
+        return False
+    return isinstance(exc, (JudgeTransientError, TimeoutError, asyncio.TimeoutError, ConnectionError))
+
+
+async def _retry_transient(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> bool:
+    exc = await aget_state_exception(state)
+    if not is_transient(exc):
+        return False
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after:
+        _NOT_BEFORE[task_run.id] = time.monotonic() + float(retry_after)
+    return True
+
+
+async def _run_job(job: Job) -> Any:
+    ctx = TaskRunContext.get()
+    if ctx is not None:
+        wait = _NOT_BEFORE.pop(ctx.task_run.id, 0.0) - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+    if job.limiter is not None:
+        await job.limiter.acquire()
+    return await job.call()
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """Per-run task settings (never part of a cache key)."""
+
+    cache_dir: Path
+    retries: int = 3
+    backoff_s: float = 1.0
+    refresh: bool = False
+
+    def retry_kwargs(self) -> dict[str, Any]:
+        delays = exponential_backoff(self.backoff_s)(max(self.retries, 1)) if self.backoff_s > 0 else 0
+        return {
+            "retries": self.retries,
+            "retry_delay_seconds": delays,
+            "retry_jitter_factor": JITTER if self.backoff_s > 0 else None,
+            "retry_condition_fn": _retry_transient,
+        }
+
+    def cache_kwargs(self) -> dict[str, Any]:
+        return {"result_storage": self.cache_dir, "refresh_cache": self.refresh}
+
+
+_CACHED = {
+    "cache_policy": StepCacheKey(),
+    "persist_result": True,
+    "result_serializer": "json",
+    "cache_result_in_memory": False,
+}
+
+
+@task(name="judge-step", **_CACHED)
+async def _judge_step(cache_key: str, item_id: str, job: Job) -> dict[str, Any]:
+    """One attempt of one judge step on one item; the StepOutput as JSON."""
+    output = await _run_job(job)
+    return output.model_dump(mode="json")
+
+
+@task(name="target", **_CACHED)
+async def _target(cache_key: str, item_id: str, job: Job) -> dict[str, Any]:
+    """One attempt of the target on one item: {"output": ..., "usage": [...]}."""
+    return await _run_job(job)
+
+
+@task(name="code-step", **_CACHED)
+async def _code_chunk(cache_key: str, span: str, job: Job) -> list[dict[str, Any]]:
+    """A code step over a chunk of items: per item {"result": ...} or {"error": "..."}."""
+    return await job.call()
+
+
+def judge_step_task(step: Step, opts: TaskOptions) -> Task[..., Any]:
+    """``<scorer id>.<step>`` per item, e.g. ``answer-relevancy-scorer.analyze[q-7]`` in the UI."""
+    return _judge_step.with_options(
+        name=step.label, task_run_name=f"{step.label}[{{item_id}}]", **opts.retry_kwargs(), **opts.cache_kwargs()
+    )
+
+
+def target_task(label: str, opts: TaskOptions) -> Task[..., Any]:
+    return _target.with_options(
+        name=f"target.{label}", task_run_name="target[{item_id}]", **opts.retry_kwargs(), **opts.cache_kwargs()
+    )
+
+
+def code_chunk_task(step: Step, opts: TaskOptions) -> Task[..., Any]:
+    """``<scorer id>.<step>`` over items, e.g. ``tone-scorer.analyze[items 1-500]`` (no retries: code is
+    deterministic, and one item's failure is recorded for that item, not the chunk)."""
+    return _code_chunk.with_options(
+        name=step.label, task_run_name=f"{step.label}[{{span}}]", retries=0, **opts.cache_kwargs()
+    )
+
+
+def chunk_key(keys: list[str]) -> str:
+    """A chunk's key from its items' keys: any item's change recomputes the (cheap) chunk."""
+    digest = hashlib.sha256(b"evalduck-chunk-v1")
+    for key in keys:
+        digest.update(key.encode("ascii"))
+    return digest.hexdigest()
+
+
+async def run_code_step(step: Step, contexts: list[StepContext]) -> list[dict[str, Any]]:
+    """Run a code step on each context; an item's exception becomes its error, the chunk goes on."""
+    out: list[dict[str, Any]] = []
+    for ctx in contexts:
+        try:
+            out.append({"result": (await step.arun(ctx)).result})
+        except Exception as exc:  # noqa: BLE001 - recorded as the item's error
+            out.append({"error": f"{step.label}: {type(exc).__name__}: {exc}"})
+    return out
