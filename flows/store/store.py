@@ -202,7 +202,7 @@ class Store:
         prefixed = con.execute("SELECT run_id FROM runs WHERE starts_with(run_id, ?) LIMIT 2", [ref]).fetchall()
         if len(prefixed) == 1 and len(ref) >= 4:
             return str(prefixed[0][0])
-        recent = [name or rid for rid, name in con.execute(
+        recent = [f"{rid} ({name})" if name else rid for rid, name in con.execute(
             "SELECT run_id, name FROM runs ORDER BY started_at DESC LIMIT 5"
         ).fetchall()]
         hint = f" Recent runs: {', '.join(recent)}." if recent else " The database holds no runs yet."

@@ -1,0 +1,52 @@
+"""The `evalduck` command line: one typer app, one module per group of commands.
+
+Adding commands: write `flows/cli/<name>.py` that does `from flows.cli import app` and decorates its
+functions with `@app.command()`, then add one import line at the bottom of this file. Keep heavy
+imports (prefect, litellm) inside the command functions, so `evalduck sql/runs/show/compare` start fast.
+Commands reach the database path with `db_path(ctx)` (the global `--db`, else EVALDUCK_DB, else
+./evals.duckdb).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = ("app", "main", "db_path")
+
+app = typer.Typer(
+    name="evalduck",
+    help="Evaluations of LLM applications as Prefect flows, with every result in DuckDB.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _global_options(
+    ctx: typer.Context,
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", envvar="EVALDUCK_DB", help="DuckDB results file [default: EVALDUCK_DB, else ./evals.duckdb]"),
+    ] = None,
+) -> None:
+    ctx.obj = {"db": db if db is not None else Path("evals.duckdb")}
+
+
+def db_path(ctx: typer.Context) -> Path:
+    """The results file chosen by `--db`, EVALDUCK_DB or the default, for any command."""
+    root = ctx.find_root()
+    obj = root.obj if isinstance(root.obj, dict) else {}
+    return Path(obj.get("db") or "evals.duckdb")
+
+
+def main() -> None:
+    """Console-script entry point (`evalduck = "flows.cli:main"`)."""
+    app()
+
+
+# Command modules register themselves on import (one line each; keep this block last).
+from flows.cli import results  # noqa: E402,F401

@@ -1,0 +1,218 @@
+"""Results commands: `runs`, `show`, `compare` (the CI gate) and `sql`. No prefect import here."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Annotated, Any
+
+import duckdb
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from flows.cli import app, db_path
+from flows.store import Store, StoreError
+
+__all__ = ("runs", "show", "compare", "sql")
+
+class _Consoles:
+    """Consoles made at first use, so they write to the sys.stdout/stderr of the moment (tests swap them).
+
+    Off a terminal (a pipe, CI logs) tables get 200 columns instead of rich's 80, so they don't squeeze.
+    """
+
+    @property
+    def out(self) -> Console:
+        return Console(soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+
+    @property
+    def err(self) -> Console:
+        return Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+
+_consoles = _Consoles()
+
+USAGE_ERROR = 2
+REGRESSION = 1
+
+
+@contextmanager
+def _store(ctx: typer.Context) -> Iterator[Store]:
+    """The store, with store errors (unknown run, locked file, newer schema) turned into exit status 2."""
+    try:
+        yield Store(db_path(ctx))
+    except StoreError as exc:
+        _consoles.err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(USAGE_ERROR) from exc
+
+
+def _num(value: Any, digits: int = 3, signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    return str(value)
+
+
+def _when(value: datetime | None) -> str:
+    return "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+@app.command()
+def runs(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many runs to list")] = 20,
+) -> None:
+    """List recent runs, newest first."""
+    with _store(ctx) as store:
+        records = store.list_runs(limit)
+    if not records:
+        _consoles.out.print(f"No runs in {store.path}.")
+        return
+    table = Table(title=f"Runs in {store.path}")
+    for column in ("run id", "name", "status", "started", "items", "scored", "errors", "dataset"):
+        table.add_column(column, justify="right" if column in ("items", "scored", "errors") else "left")
+    for run in records:
+        table.add_row(
+            run.run_id, run.name or "–", run.status, _when(run.started_at),
+            str(run.n_items), str(run.n_scores), str(run.n_errors), run.dataset or "–",
+        )
+    _consoles.out.print(table)
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="Run id, run name (its newest run), latest or previous")],
+    worst: Annotated[int, typer.Option("--worst", min=0, help="Lowest-scored items to list per scorer")] = 5,
+) -> None:
+    """Summarise one run: per-scorer means and errors, then its worst items."""
+    with _store(ctx) as store:
+        summary = store.run_summary(run)
+        worst_items = store.worst_items(summary.run.run_id, worst) if worst else []
+    r = summary.run
+    _consoles.out.print(
+        f"[bold]{r.run_id}[/bold]  name={r.name or '–'}  status={r.status}  started={_when(r.started_at)}  "
+        f"finished={_when(r.finished_at)}\n"
+        f"dataset={r.dataset or '–'}  hash={r.dataset_hash or '–'}  items={r.n_items}  "
+        f"evalduck={r.evalduck_version or '–'}  flow run={r.flow_run_id or '–'}",
+        highlight=False,
+    )
+    table = Table(title="Scorers")
+    columns = ("scorer", "version", "judge", "scored", "errors", "skipped", "mean", "stddev", "min", "max", "cost")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("scorer", "version", "judge") else "right")
+    for s in summary.scorers:
+        table.add_row(
+            s["scorer_id"], s["scorer_version"] or "–", s["judge_model"] or "–", str(s["n_scored"]),
+            str(s["n_errors"]), str(s["n_skipped"]), _num(s["mean_score"]), _num(s["stddev_score"]),
+            _num(s["min_score"]), _num(s["max_score"]), _num(s["cost"], 4),
+        )
+    _consoles.out.print(table)
+    if worst_items:
+        items = Table(title=f"Worst items (up to {worst} per scorer; errors first)")
+        for column in ("scorer", "item", "status", "score", "reason / error"):
+            items.add_column(column, overflow="fold")
+        for w in worst_items:
+            items.add_row(w["scorer_id"], w["item_id"], w["status"], _num(w["score"]), (w["detail"] or "")[:200])
+        _consoles.out.print(items)
+
+
+@app.command()
+def compare(
+    ctx: typer.Context,
+    run_a: Annotated[str, typer.Argument(help="Baseline run: id, name, latest or previous")],
+    run_b: Annotated[str, typer.Argument(help="Candidate run: id, name, latest or previous")],
+    fail_below: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-below", min=0.0,
+            help="Exit 1 when some scorer's 95% upper bound on the paired delta (B - A) is below -DELTA",
+            metavar="DELTA",
+        ),
+    ] = None,
+    items: Annotated[int, typer.Option("--items", min=0, help="Worst per-item deltas to list per scorer")] = 0,
+) -> None:
+    """Compare run B with run A per scorer: paired mean delta with its 95% interval (CI gate)."""
+    with _store(ctx) as store:
+        a, b = store.resolve_run(run_a), store.resolve_run(run_b)
+        rows = store.compare(a, b)
+        deltas = {row["scorer_id"]: store.item_deltas(a, b, row["scorer_id"], limit=items) for row in rows} if items else {}
+    table = Table(title=f"B = {b}  vs  A = {a}")
+    for column in ("scorer", "mean A", "mean B", "Δ (B-A)", "95% CI", "paired", "+/-/=", "errors A/B"):
+        table.add_column(column, justify="left" if column == "scorer" else "right")
+    table.add_column("warning", overflow="fold")
+    failing: list[str] = []
+    for row in rows:
+        ci = f"[{_num(row['ci_low'], signed=True)}, {_num(row['ci_high'], signed=True)}]"
+        regressed = fail_below is not None and row["ci_high"] is not None and row["ci_high"] < -fail_below
+        if regressed:
+            failing.append(row["scorer_id"])
+        table.add_row(
+            ("[red]" if regressed else "") + row["scorer_id"], _num(row["mean_a"]), _num(row["mean_b"]),
+            _num(row["mean_delta"], signed=True), ci, str(row["n_paired"]),
+            f"{row['n_improved']}/{row['n_regressed']}/{row['n_unchanged']}", f"{row['n_errors_a']}/{row['n_errors_b']}",
+            row["warning"] or "",
+        )
+    _consoles.out.print(table)
+    if not rows:
+        _consoles.out.print("No scorer appears in both runs.")
+    for scorer, per_item in deltas.items():
+        detail = Table(title=f"{scorer}: worst items")
+        for column in ("item", "score A", "score B", "Δ", "status A", "status B"):
+            detail.add_column(column)
+        for d in per_item:
+            detail.add_row(d["item_id"], _num(d["score_a"]), _num(d["score_b"]), _num(d["delta"], signed=True),
+                           d["status_a"] or "–", d["status_b"] or "–")
+        _consoles.out.print(detail)
+    if failing:
+        _consoles.err.print(
+            f"REGRESSION: {', '.join(failing)}: the 95% upper bound of the paired delta is below -{fail_below:g}",
+            highlight=False,
+        )
+        raise typer.Exit(REGRESSION)
+
+
+@app.command()
+def sql(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="SQL; the file's views and macros are available (docs/sql.md)")],
+    param: Annotated[
+        list[str] | None, typer.Option("--param", "-p", help="A value bound to the next ? or $n (repeatable)")
+    ] = None,
+    output: Annotated[str, typer.Option("--format", "-f", help="table, csv or json")] = "table",
+    write: Annotated[bool, typer.Option("--write", help="Open read-write (default: read-only)")] = False,
+) -> None:
+    """Run SQL on the results file (read-only unless --write)."""
+    if output not in ("table", "csv", "json"):
+        _consoles.err.print(f"error: --format must be table, csv or json, got {output!r}", highlight=False)
+        raise typer.Exit(USAGE_ERROR)
+    with _store(ctx) as store:
+        try:
+            result = store.sql(query, list(param) if param else None, write=write)
+        except duckdb.Error as exc:
+            _consoles.err.print(f"error: {exc}", highlight=False, markup=False)
+            raise typer.Exit(USAGE_ERROR) from exc
+    if output == "json":
+        sys.stdout.write(json.dumps(result.records(), default=str, ensure_ascii=False) + "\n")
+    elif output == "csv":
+        writer = csv.writer(sys.stdout)
+        writer.writerow(result.columns)
+        writer.writerows(result.rows)
+    else:
+        _print_table(result.columns, result.rows)
+
+
+def _print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    table = Table()
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*("NULL" if v is None else _num(v, 4) if isinstance(v, float) else str(v) for v in row))
+    _consoles.out.print(table)
+    _consoles.out.print(f"{len(rows)} row(s)", highlight=False)

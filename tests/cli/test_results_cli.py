@@ -1,0 +1,111 @@
+"""The results commands through typer's runner, and once through the installed `evalduck` script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.store import Store
+
+T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+runner = CliRunner()
+
+
+def _run(store: Store, run_id: str, name: str, minutes: int, scores: list[float]) -> None:
+    store.start_run(run_id, name, "qa.jsonl", "h1", {"scorers": ["tone-scorer"]}, started_at=T0 + timedelta(minutes=minutes))
+    store.write_batch(
+        run_id,
+        items=[{"item_id": f"q{i}", "input": f"question {i}"} for i in range(len(scores))],
+        scores=[{"item_id": f"q{i}", "scorer_id": "tone-scorer", "scorer_version": "1", "score": s}
+                for i, s in enumerate(scores)],
+    )
+    store.finish_run(run_id, "completed")
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """Three runs: a baseline, a clear regression (-0.3 on every item) and a slight improvement."""
+    path = tmp_path / "evals.duckdb"
+    store = Store(path)
+    base = [0.8 + 0.01 * (i % 5) for i in range(30)]
+    _run(store, "run-base", "baseline", 0, base)
+    _run(store, "run-bad", "candidate", 1, [s - 0.3 + 0.005 * (i % 3) for i, s in enumerate(base)])
+    _run(store, "run-good", "candidate", 2, [s + 0.01 for s in base])
+    return path
+
+
+def _cli(db: Path, *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, ["--db", str(db), *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_compare_exits_1_on_a_regression(db: Path) -> None:
+    code, out, err = _cli(db, "compare", "run-base", "run-bad", "--fail-below", "0.05")
+    assert code == 1, out + err
+    assert "REGRESSION: tone-scorer" in err and "below -0.05" in err
+    assert "-0.29" in out  # the paired delta is shown
+
+
+def test_compare_exits_0_within_tolerance_or_without_gate(db: Path) -> None:
+    assert _cli(db, "compare", "run-base", "run-bad", "--fail-below", "0.5")[0] == 0
+    assert _cli(db, "compare", "run-base", "run-bad")[0] == 0
+    assert _cli(db, "compare", "run-base", "run-good", "--fail-below", "0")[0] == 0
+
+
+def test_compare_exits_2_on_usage_errors(db: Path) -> None:
+    code, _, err = _cli(db, "compare", "run-base", "no-such-run", "--fail-below", "0.05")
+    assert code == 2 and "no run with id or name 'no-such-run'" in err
+    assert _cli(db, "compare", "run-base", "run-bad", "--fail-below", "-1")[0] == 2
+    assert _cli(db, "compare", "run-base")[0] == 2
+
+
+def test_run_references_latest_previous_name_and_id(db: Path) -> None:
+    by_ref = _cli(db, "compare", "previous", "latest", "--items", "1")
+    by_id = _cli(db, "compare", "run-bad", "run-good", "--items", "1")
+    assert by_ref[0] == by_id[0] == 0 and by_ref[1] == by_id[1]
+    assert "B = run-good  vs  A = run-bad" in by_ref[1]
+    # a name means its newest run
+    assert "B = run-good  vs  A = run-base" in _cli(db, "compare", "baseline", "candidate")[1]
+    assert "run-good" in _cli(db, "show", "latest")[1]
+    shown = _cli(db, "show", "baseline", "--worst", "2")[1]
+    assert "run-base" in shown and "tone-scorer" in shown and "0.820" in shown
+    assert _cli(db, "show", "missing")[0] == 2
+
+
+def test_runs_lists_newest_first(db: Path) -> None:
+    code, out, _ = _cli(db, "runs")
+    assert code == 0
+    assert out.index("run-good") < out.index("run-bad") < out.index("run-base")
+
+
+def test_sql_binds_parameters_and_formats(db: Path) -> None:
+    code, out, _ = _cli(
+        db, "sql", "SELECT name, count(*) AS n FROM runs WHERE name = ? OR name = ? GROUP BY name ORDER BY name",
+        "-p", "candidate", "-p", "x' OR '1'='1", "-f", "json",
+    )
+    assert code == 0 and json.loads(out) == [{"name": "candidate", "n": 2}]
+    code, out, _ = _cli(db, "sql", "SELECT scorer_id, n_paired FROM compare_runs(previous_run(), latest_run())", "-f", "csv")
+    assert code == 0 and out.splitlines() == ["scorer_id,n_paired", "tone-scorer,30"]
+    code, _, err = _cli(db, "sql", "DELETE FROM runs")
+    assert code == 2 and "read-only" in err.lower()
+
+
+def test_installed_script_gates_ci_and_reads_evalduck_db(db: Path, tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("evalduck")
+    env = {**os.environ, "EVALDUCK_DB": str(db)}
+    proc = subprocess.run(
+        [str(script), "compare", "baseline", "run-bad", "--fail-below", "0.1"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "REGRESSION" in proc.stderr
+    unknown = subprocess.run([str(script), "--db", str(db), "show", "nope"], capture_output=True, text=True, timeout=60)
+    assert unknown.returncode == 2 and "no run with id or name 'nope'" in unknown.stderr
