@@ -34,6 +34,8 @@ class ScorerInput(BaseModel):
     @field_validator("input", "output", "ground_truth")
     @classmethod
     def _text_or_messages(cls, value: Any, info: Any) -> Any:
+        if value is None and info.field_name == "output":
+            raise ValueError("`output` is None: a scorer needs the answer to score (\"\" is an empty answer)")
         check_text_field(value, info.field_name)
         return value
 

@@ -28,7 +28,7 @@ from scorers._errors import (
 )
 from scorers._result import JudgeUsage
 
-__all__ = ("JUDGE_MODEL_ENV", "JudgeSettings", "ask_judge", "redact")
+__all__ = ("JUDGE_MODEL_ENV", "JudgeSettings", "ask_judge", "complete", "redact")
 
 JUDGE_MODEL_ENV = "EVALDUCK_JUDGE_MODEL"
 RETRY_AFTER_CAP_S = 60.0
@@ -233,6 +233,12 @@ async def _one_request(settings: JudgeSettings, messages: list[dict[str, str]], 
     choices = getattr(response, "choices", None) or [None]
     content = getattr(getattr(choices[0], "message", None), "content", None)
     return content, record
+
+
+async def complete(settings: JudgeSettings, messages: list[dict[str, str]], *, label: str) -> tuple[str | None, JudgeUsage]:
+    """One plain chat completion on the judge's path (same error classes, no retries, no repair),
+    e.g. for calling a model as an eval target."""
+    return await _one_request(settings, messages, None, label, repair=False)
 
 
 async def ask_judge(

@@ -25,6 +25,10 @@ class TestFromCall:
         with pytest.raises(ScorerInputError, match="missing `output`"):
             ScorerInput.from_call((), {"input": "q"})
 
+    def test_output_none_is_missing(self) -> None:
+        with pytest.raises(ScorerInputError, match="`output` is None"):
+            ScorerInput.from_call((), {"input": "q", "output": None})
+
     def test_non_string_content(self) -> None:
         with pytest.raises(ScorerInputError, match=r"`output\[0\]`.content must be a string, got int"):
             ScorerInput.from_call((), {"output": [{"role": "assistant", "content": 5}]})

@@ -16,7 +16,7 @@ from scorers import (
     JudgeTransientError,
     create_answer_relevancy_scorer,
 )
-from scorers._judge import ask_judge
+from scorers._judge import ask_judge, complete
 from scorers.testing.fake_openai import FakeOpenAIServer, Reply
 
 from conftest import FAKE_KEY
@@ -127,3 +127,11 @@ def test_api_key_never_shows(server: FakeOpenAIServer, judge: dict[str, Any], sl
     assert "refused the request" in texts[0]
     for text in texts:
         assert FAKE_KEY not in text
+
+
+def test_complete_is_one_plain_request(server: FakeOpenAIServer) -> None:
+    server.script("Hello from the target.")
+    text, usage = asyncio.run(complete(settings(server), [{"role": "user", "content": "hi"}], label="target demo"))
+    assert text == "Hello from the target." and usage.model == "openai/fake-judge"
+    assert server.requests[0]["messages"] == [{"role": "user", "content": "hi"}]
+    assert "response_format" not in server.requests[0]
