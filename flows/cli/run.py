@@ -1,0 +1,126 @@
+"""`evalduck run DATASET ...`: the eval flow from the terminal, with a progress bar and a summary table.
+
+Runs the same flow a deployment runs (`run_eval_config`), in Prefect's local mode when PREFECT_API_URL is
+unset and against that server when it is set. Prefect is imported inside the command, so the results
+commands start fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from flows.cli import app, db_path
+
+__all__ = ("run",)
+
+
+def _summary_table(result: Any) -> Table:
+    table = Table(title=f"run {result.run_id}" + (f" ({result.name})" if result.name else ""), title_justify="left")
+    columns = ["scorer", "mean", "scored", "errored", "skipped", "tokens", "cost $"]
+    previous = {r["scorer_id"]: r for r in (result.comparison or [])}
+    if previous:
+        columns += ["Δ prev", "95% CI"]
+    for col in columns:
+        table.add_column(col, justify="left" if col == "scorer" else "right", no_wrap=True)
+    for scorer, s in result.summary["scorers"].items():
+        mean = "–" if s["mean"] is None else f"{s['mean']:.3f}"
+        cost = "–" if s["judge_cost_usd"] is None else f"{s['judge_cost_usd']:.4f}"
+        row = [scorer, mean, str(s["scored"]), str(s["errored"]), str(s["skipped"]), str(s["judge_tokens"]), cost]
+        if previous:
+            c = previous.get(scorer)
+            if c and c.get("mean_delta") is not None:
+                low, high = c.get("ci_low"), c.get("ci_high")
+                ci = f"[{low:+.3f}, {high:+.3f}]" if low is not None and high is not None else "–"
+                row += [f"{c['mean_delta']:+.3f}", ci]
+            else:
+                row += ["–", "–"]
+        table.add_row(*row)
+    return table
+
+
+@app.command()
+def run(
+    ctx: typer.Context,
+    dataset: Annotated[Path, typer.Argument(help="Dataset file: .jsonl, .json, .csv or .parquet.")],
+    scorer: Annotated[
+        Optional[list[str]],
+        typer.Option("--scorer", "-s", help="Scorer id (repeatable): answer-relevancy-scorer, tone-scorer, "
+                     "textual-difference-scorer. Default: all three."),
+    ] = None,
+    target: Annotated[
+        Optional[str],
+        typer.Option(help="'module:function' or 'model:<litellm model>'; default: score each item's output."),
+    ] = None,
+    system_prompt: Annotated[Optional[str], typer.Option(help="System prompt for a 'model:' target.")] = None,
+    judge_model: Annotated[
+        Optional[str], typer.Option(help="litellm model for the judge [default: EVALDUCK_JUDGE_MODEL].")
+    ] = None,
+    judge_api_base: Annotated[
+        Optional[str], typer.Option(help="OpenAI-compatible server for the judge (e.g. http://127.0.0.1:8000/v1).")
+    ] = None,
+    judge_rpm: Annotated[Optional[float], typer.Option(help="Judge requests per minute for the whole run.")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, max=256, help="Items in flight at once.")] = 8,
+    name: Annotated[Optional[str], typer.Option(help="Run name; compared with the previous run of that name.")] = None,
+    resume: Annotated[
+        Optional[str], typer.Option(help="Run id or name to resume: only missing or errored cells are computed.")
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Call the target and judge again (refresh the cache).")] = False,
+    cache_dir: Annotated[
+        Optional[Path], typer.Option(help="Step cache folder [default: EVALDUCK_CACHE_DIR, else .evalduck/cache].")
+    ] = None,
+    retries: Annotated[int, typer.Option(min=0, max=10, help="Retries of transient target/judge errors.")] = 3,
+    fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Stop at the first cell that ends in error.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's own log lines too.")] = False,
+) -> None:
+    """Score DATASET with the scorers, store every result in DuckDB, print the summary."""
+    from flows.prefect_env import apply_defaults, quiet_console
+
+    apply_defaults()
+    if not verbose:
+        quiet_console()
+    from pydantic import ValidationError
+
+    from flows.config import EvalConfig
+    from flows.datasets import DatasetError
+    from flows.eval_flow import run_eval_config
+    from flows.progress import RichProgress, use_sink
+    from flows.store import StoreError, UnknownRunError
+    from flows.targets import TargetError
+
+    err = Console(stderr=True)
+    out = Console(width=None if sys.stdout.isatty() else 120)
+    try:
+        chosen: dict[str, Any] = {"scorers": list(scorer)} if scorer else {}
+        config = EvalConfig(
+            dataset=str(dataset), **chosen, target=target, target_system_prompt=system_prompt, judge_model=judge_model,
+            judge_api_base=judge_api_base, judge_rpm=judge_rpm, concurrency=concurrency, name=name,
+            db=str(db_path(ctx)), cache_dir=str(cache_dir) if cache_dir else None, refresh=no_cache, resume=resume,
+            retries=retries, fail_fast=fail_fast,
+        )
+    except ValidationError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    api = os.environ.get("PREFECT_API_URL")
+    err.print(f"[dim]Prefect: {'server ' + api if api else 'local mode (set PREFECT_API_URL to use a server)'}[/dim]")
+    try:
+        with use_sink(RichProgress(err)):
+            result = run_eval_config(config)
+    except (DatasetError, TargetError, UnknownRunError) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2 if isinstance(exc, UnknownRunError) else 1) from None
+    except (StoreError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    out.print(_summary_table(result))
+    errored = sum(s["errored"] for s in result.summary["scorers"].values())
+    if errored:
+        err.print(f"[yellow]{errored} cell(s) ended in error: see `evalduck show {result.run_id}`[/yellow]")
+    out.print(f"[dim]results in {result.db}; try `evalduck show {result.name or result.run_id}`[/dim]")
+    sys.stdout.flush()
