@@ -173,6 +173,11 @@ def default_responder(req: Request, verdict_for: VerdictFn | None = None) -> Any
     return f"The score is {score} because of how directly the statements address the question."
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # a hung handler never blocks stop()
+    request_queue_size = 256  # bursts of concurrent connects must not wait on SYN retries
+
+
 @dataclass
 class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -206,8 +211,7 @@ class FakeOpenAIServer:
         self.responder = responder or (lambda req: default_responder(req, verdict_for))
         self._state = _State()
         self._closing = threading.Event()
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._httpd.daemon_threads = True
+        self._httpd = _Server((host, port), _handler_for(self))
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
