@@ -10,9 +10,11 @@ from flows.store.ids import item_id, item_ids
 from flows.store.models import QueryResult, RunRecord, ScoreRow, ScoreStatus
 from flows.store.schema import SCHEMA_VERSION
 from flows.store.store import RUN_STATUSES, RunSummary, Store, default_db_path
+from flows.store.writer import ResultWriter
 
 __all__ = (
     "Store",
+    "ResultWriter",
     "ScoreRow",
     "ScoreStatus",
     "RunRecord",

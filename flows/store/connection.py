@@ -24,7 +24,7 @@ __all__ = ("connect", "lock_timeout", "is_lock_error")
 
 _DEFAULT_LOCK_TIMEOUT_S = 60.0
 _FIRST_BACKOFF_S = 0.005
-_MAX_BACKOFF_S = 0.25
+_MAX_BACKOFF_S = 0.1
 
 # One operation at a time per file within a process: DuckDB shares one database instance between a
 # process's connections, and the store's delete-then-insert upsert must not interleave with itself.

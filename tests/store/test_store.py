@@ -87,7 +87,7 @@ def test_run_references(store: Store, add_run: Any) -> None:
     assert store.resolve_run("run-a") == "run-aaa-1"  # a unique id prefix
     with pytest.raises(UnknownRunError, match="no run with id or name 'run-'"):
         store.resolve_run("run-")  # ambiguous prefix
-    with pytest.raises(UnknownRunError, match="'weekly'.*Recent runs: run-ccc-3 \(nightly\), run-bbb-2 \(adhoc\)"):
+    with pytest.raises(UnknownRunError, match=r"'weekly'.*Recent runs: run-ccc-3 \(nightly\), run-bbb-2 \(adhoc\)"):
         store.resolve_run("weekly")
     assert [r.run_id for r in store.list_runs(2)] == ["run-ccc-3", "run-bbb-2"]
 
