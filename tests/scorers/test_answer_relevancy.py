@@ -31,6 +31,7 @@ class TestScores:
         assert result.score == 1.0
         assert server.request_count == 3  # preprocess, analyze, generate_reason
         assert result.reason and "1.0" in result.reason
+        assert ScorerResult.model_validate_json(result.model_dump_json(by_alias=True)) == result
 
     def test_one_unsure_of_one(self, server: FakeOpenAIServer, judge: dict[str, Any]) -> None:
         assert scripted_run(server, judge, ["Maybe check settings."], ["unsure"]).score == 0.3
