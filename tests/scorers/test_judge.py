@@ -135,3 +135,11 @@ def test_complete_is_one_plain_request(server: FakeOpenAIServer) -> None:
     assert text == "Hello from the target." and usage.model == "openai/fake-judge"
     assert server.requests[0]["messages"] == [{"role": "user", "content": "hi"}]
     assert "response_format" not in server.requests[0]
+
+
+def test_cost_is_recorded_when_litellm_knows_the_price(server: FakeOpenAIServer) -> None:
+    known = JudgeSettings.resolve("openai/gpt-4o-mini", api_base=server.base_url, extra={"api_key": FAKE_KEY})
+    server.script("Because.")
+    _, usage = asyncio.run(ask_judge(known, label="s.generate_reason", system="sys", prompt="why?"))
+    assert usage[0].cost is not None and usage[0].cost > 0
+    assert server.requests[0]["model"] == "gpt-4o-mini"  # the provider prefix is litellm's, not the server's
