@@ -23,6 +23,9 @@ from flows.store.errors import StoreLockedError
 __all__ = ("connect", "lock_timeout", "is_lock_error")
 
 _DEFAULT_LOCK_TIMEOUT_S = 60.0
+# Write the on-disk format that DuckDB 1.5 can read too: the newest `duckdb` CLI on PyPI (duckdb-cli)
+# is 1.5.6, and the point of the stored macros is that the plain CLI can query the file.
+_CONFIG = {"storage_compatibility_version": "v1.5.0"}
 _FIRST_BACKOFF_S = 0.005
 _MAX_BACKOFF_S = 0.1
 
@@ -69,7 +72,7 @@ def _open(path: Path, read_only: bool, timeout: float) -> duckdb.DuckDBPyConnect
     while True:
         attempts += 1
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            return duckdb.connect(str(path), read_only=read_only, config=_CONFIG)
         except duckdb.IOException as exc:
             if not is_lock_error(exc):
                 raise
