@@ -30,10 +30,10 @@ def _run(store: Store, run_id: str, name: str, minutes: int, scores: list[float]
     store.finish_run(run_id, "completed")
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three runs: a baseline, a clear regression (-0.3 on every item) and a slight improvement."""
-    path = tmp_path / "evals.duckdb"
+    path = tmp_path_factory.mktemp("cli") / "evals.duckdb"
     store = Store(path)
     base = [0.8 + 0.01 * (i % 5) for i in range(30)]
     _run(store, "run-base", "baseline", 0, base)
