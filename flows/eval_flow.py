@@ -239,6 +239,7 @@ def _run_evals(
     judge_api_base: str | None = None,
     judge_rpm: float | None = None,
     target_system_prompt: str | None = None,
+    target_api_base: str | None = None,
     cache_dir: str | None = None,
     refresh: bool = False,
     resume: str | None = None,
@@ -262,6 +263,7 @@ def _run_evals(
         judge_api_base: OpenAI-compatible server for those judges.
         judge_rpm: judge requests per minute for the whole run.
         target_system_prompt: system prompt of a "model:" target.
+        target_api_base: api_base of a "model:" target.
         cache_dir: step cache folder (default $EVALDUCK_CACHE_DIR, else ./.evalduck/cache).
         refresh: ignore cached results (fresh target/judge calls), and overwrite them.
         resume: a run id or name: compute only its missing or errored cells.
@@ -273,7 +275,7 @@ def _run_evals(
         data=data, scorers=scorers or list(DEFAULT_SCORERS), target=target, concurrency=concurrency,
         on_item_complete=on_item_complete, name=name, db=db, judge_model=judge_model,
         judge_api_base=judge_api_base, judge_rpm=judge_rpm, target_system_prompt=target_system_prompt,
-        cache_dir=cache_dir, refresh=refresh, resume=resume, retries=retries, retry_backoff_s=retry_backoff_s,
+        target_api_base=target_api_base, cache_dir=cache_dir, refresh=refresh, resume=resume, retries=retries, retry_backoff_s=retry_backoff_s,
         fail_fast=fail_fast,
     )
 

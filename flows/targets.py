@@ -87,7 +87,7 @@ class Target:
 
     async def _ask_model(self, item: DatasetItem) -> dict[str, Any]:
         # The judge's request path: same litellm call, same error classes (transient vs config), no retries.
-        from scorers._judge import _one_request
+        from scorers._judge import complete
 
         assert self.settings is not None
         messages: list[dict[str, str]] = []
@@ -97,7 +97,7 @@ class Target:
             messages.append({"role": "user", "content": item.input})
         else:
             messages.extend({"role": m["role"], "content": m["content"]} for m in item.input)
-        content, usage = await _one_request(self.settings, messages, None, f"target {self.label}", repair=False)
+        content, usage = await complete(self.settings, messages, label=f"target {self.label}")
         return {"output": content or "", "usage": [usage.model_dump(mode="json")]}
 
 
