@@ -68,6 +68,19 @@ LEFT JOIN (
 ) AS s ON s.run_id = r.run_id
 ORDER BY r.started_at DESC, r.run_id DESC;
 
+-- The per-scorer side of one run that compare_runs needs (cheaper than the full summary view).
+CREATE OR REPLACE MACRO run_scorer_side(run) AS TABLE
+SELECT
+    scorer_id,
+    avg(score) AS mean_score,
+    count(*) FILTER (WHERE status = 'scored') AS n_scored,
+    count(*) FILTER (WHERE status = 'error') AS n_errors,
+    string_agg(DISTINCT scorer_version, ',' ORDER BY scorer_version) AS scorer_version,
+    string_agg(DISTINCT judge_model, ',' ORDER BY judge_model) AS judge_model
+FROM scores
+WHERE run_id = run
+GROUP BY scorer_id;
+
 -- Run B against run A, one row per scorer present in both runs.
 -- mean_delta is the mean of per-item deltas (B - A) over items scored in both runs;
 -- ci_low/ci_high is its 95% t interval (mean ± t(0.975, n-1) · sd / sqrt(n)), NULL below 2 pairs.
@@ -76,8 +89,8 @@ CREATE OR REPLACE MACRO compare_runs(run_a, run_b) AS TABLE
 WITH
     cells_a AS (SELECT item_id, scorer_id, status, score FROM scores WHERE run_id = run_a),
     cells_b AS (SELECT item_id, scorer_id, status, score FROM scores WHERE run_id = run_b),
-    side_a AS (SELECT * FROM run_scorer_summary WHERE run_id = run_a),
-    side_b AS (SELECT * FROM run_scorer_summary WHERE run_id = run_b),
+    side_a AS (FROM run_scorer_side(run_a)),
+    side_b AS (FROM run_scorer_side(run_b)),
     paired AS (
         SELECT a.scorer_id, b.score - a.score AS delta
         FROM cells_a AS a
