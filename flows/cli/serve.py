@@ -1,0 +1,83 @@
+"""`evalduck serve` / `evalduck stop`: the one-command local installation (`make serve` / `make stop`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from flows.cli import app, db_path
+
+_console = Console(highlight=False, soft_wrap=True)
+
+StateDir = Annotated[
+    Path | None,
+    typer.Option("--state-dir", envvar="EVALDUCK_STATE_DIR",
+                 help="Where the pids and logs go (default: .evalduck/ in the project folder)."),
+]
+
+
+def _say(line: str) -> None:
+    _console.print(line)
+
+
+def _configured_api_url() -> str | None:
+    """PREFECT_API_URL from the environment or the active Prefect profile."""
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().api.url
+    return str(url).rstrip("/") if url else None
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    project_dir: Annotated[Path, typer.Option(help="The evalduck checkout holding prefect.yaml.")] = Path("."),
+    port: Annotated[int, typer.Option(envvar="EVALDUCK_PORT", help="Port of a local server started here.")] = 4200,
+    host: Annotated[str, typer.Option(help="Interface of a local server started here.")] = "127.0.0.1",
+    cache_dir: Annotated[Path | None, typer.Option(envvar="EVALDUCK_CACHE_DIR", help="Step cache folder.")] = None,
+    prefect_file: Annotated[Path | None, typer.Option(help="Deployments to create (default prefect.yaml).")] = None,
+    state_dir: StateDir = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for a new server's /api/health.")] = 180.0,
+) -> None:
+    """Start a Prefect server (unless PREFECT_API_URL names one), deploy prefect.yaml, start a worker.
+
+    The worker's runs write to the global `--db` file (EVALDUCK_DB, default ./evals.duckdb), resolved
+    to an absolute path so UI-triggered, scheduled and `evalduck run` runs share it.
+    """
+    from flows.server import ServeError, ServeOptions
+    from flows.server import serve as start
+
+    project = project_dir.resolve()
+    if not (project / "prefect.yaml").exists() and prefect_file is None:
+        _console.print(f"[red]{project} holds no prefect.yaml: run this from the evalduck checkout.[/red]")
+        raise typer.Exit(2)
+    options = ServeOptions(
+        project_dir=project,
+        state_dir=(state_dir or project / ".evalduck").resolve(),
+        db_path=db_path(ctx).resolve(),
+        cache_dir=(cache_dir or project / ".evalduck" / "cache").resolve(),
+        host=host,
+        port=port,
+        api_url=_configured_api_url(),
+        prefect_file=prefect_file.resolve() if prefect_file else None,
+        health_timeout=timeout,
+    )
+    try:
+        start(options, say=_say)
+    except ServeError as exc:
+        _console.print(f"[red]evalduck serve: {exc}[/red]")
+        raise typer.Exit(1) from exc
+
+
+@app.command()
+def stop(
+    project_dir: Annotated[Path, typer.Option(help="The evalduck checkout `serve` ran in.")] = Path("."),
+    state_dir: StateDir = None,
+) -> None:
+    """Stop the worker, then the server, that `evalduck serve` started (by process id)."""
+    from flows.server import stop as end
+
+    end((state_dir or project_dir.resolve() / ".evalduck").resolve(), say=_say)

@@ -1,0 +1,47 @@
+"""One real Prefect installation for the whole e2e session, started and stopped by `flows.server`.
+
+`serve()` starts `prefect server start` on a free loopback port with a temporary PREFECT_HOME, creates
+the process work pool, runs the real `prefect --no-prompt deploy --all` on a test copy of the project's
+`prefect.yaml` (only the interval schedule is shortened and switched off, so the test that checks the
+scheduler decides when it runs) and starts a real worker. The finalizer ends all of it by process id,
+whatever the tests did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from e2e_harness import REPO, PrefectApi, Stack, free_port, short_interval_prefect_yaml
+
+from flows.server import ServeOptions, serve, stop
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    root = tmp_path_factory.mktemp("e2e")
+    options = ServeOptions(
+        project_dir=REPO,
+        state_dir=root / "state",
+        db_path=root / "evals.duckdb",
+        cache_dir=root / "cache",
+        port=free_port(),
+        prefect_file=short_interval_prefect_yaml(root / "prefect.yaml"),
+        extra_env={
+            "PREFECT_HOME": str(root / "prefect-home"),
+            "PREFECT_WORKER_QUERY_SECONDS": "1",
+            # The scheduler looks every 2 s and keeps at most 2 future runs, so the 4 s test interval
+            # yields a steady trickle of runs rather than the default 100 queued behind each other.
+            "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "2",
+            "PREFECT_SERVER_SERVICES_SCHEDULER_MAX_RUNS": "2",
+            "PREFECT_SERVER_SERVICES_SCHEDULER_MIN_RUNS": "1",
+            "PREFECT_LOGGING_TO_API_ENABLED": "true",
+        },
+    )
+    try:
+        state = serve(options, say=lambda line: print(f"[e2e serve] {line}"))
+        with httpx.Client(base_url=state.api_url, timeout=30) as client:
+            yield Stack(state=state, options=options, api=PrefectApi(client))
+    finally:
+        stop(options.state_dir, say=lambda line: print(f"[e2e stop] {line}"))

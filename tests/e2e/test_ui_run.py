@@ -1,0 +1,85 @@
+"""A user's click on Run -> Quick run in the Prefect UI, in headless Chromium, reaches Completed.
+
+Chromium comes from Debian (`apt-get install chromium`), driven by Playwright's Python API with its own
+driver; `playwright install` is never needed. Without Chromium the test is skipped with the install
+command, unless EVALDUCK_REQUIRE_BROWSER=1 (set by .ci/run), which makes a missing browser a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from e2e_harness import Stack
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = Path(os.environ.get("EVALDUCK_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+INSTALL_HINT = "apt-get update && apt-get install -y --no-install-recommends chromium"
+
+
+@pytest.fixture
+def browser_page(tmp_path: Path) -> Iterator[object]:
+    if not CHROMIUM.exists():
+        message = f"headless Chromium not found at {CHROMIUM}; install it with: {INSTALL_HINT}"
+        if os.environ.get("EVALDUCK_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"EVALDUCK_REQUIRE_BROWSER=1 but {message}")
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"), executable_path=str(CHROMIUM), headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 900},
+        )
+        # The V2 UI loads the Amplitude SDK even with analytics off; keep it from trying the network.
+        context.route(re.compile(r".*amplitude\.com.*"), lambda route: route.abort())
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
+
+
+def test_quick_run_from_the_deployment_page_completes(stack: Stack, browser_page: object, tmp_path: Path) -> None:
+    from playwright.sync_api import Page, expect
+
+    page: Page = browser_page  # type: ignore[assignment]
+    announced = stack.api.client.get(f"{stack.state.ui_url}/ui-settings").json()["api_url"]
+    assert announced == stack.state.api_url, "the UI would call another server (see PREFECT_SERVER_API_PORT)"
+    deployment = stack.api.deployment("demo")
+    before = {run["id"] for run in stack.api.flow_runs(deployment["id"])}
+
+    page.goto(f"{stack.state.ui_url}/v2/deployments/deployment/{deployment['id']}")
+    flow = stack.api.get(f"/flows/{deployment['flow_id']}")
+    expect(page.get_by_role("link", name=flow["name"], exact=True).first).to_be_visible(timeout=60_000)
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Quick run").click()
+    # `config` has no default in the flow's signature, so the V2 UI confirms the deployment's values in a
+    # dialog before it creates the run; its Run button is the one that sends create_flow_run.
+    dialog = page.get_by_role("dialog", name="Run Deployment")
+    expect(dialog).to_be_visible(timeout=30_000)
+    dialog.get_by_role("button", name="Run", exact=True).click()
+    view_run = page.get_by_role("link", name="View run")
+    expect(view_run).to_be_visible(timeout=30_000)
+    view_run.click()
+    page.wait_for_url(re.compile(r".*/runs/flow-run/[0-9a-f-]{36}.*"), timeout=30_000)
+    expect(page.get_by_text("Completed", exact=True).first).to_be_visible(timeout=120_000)
+    # The V2 run page does not refresh its tabs after completion: reload, then show the artifacts.
+    page.reload()
+    page.get_by_role("tab", name="Artifacts").click()
+    expect(page.get_by_text("evalduck-demo-summary", exact=True)).to_be_visible(timeout=30_000)
+    page.screenshot(path=str(tmp_path / "ui-run-completed.png"), full_page=True)
+
+    flow_run_id = re.search(r"/runs/flow-run/([0-9a-f-]{36})", page.url).group(1)  # type: ignore[union-attr]
+    assert flow_run_id not in before
+    run = stack.api.get(f"/flow_runs/{flow_run_id}")
+    assert run["deployment_id"] == deployment["id"]
+    assert run["state_type"] == "COMPLETED", run["state"]
