@@ -22,8 +22,8 @@ def _spawn(*args: str) -> subprocess.Popen[str]:
 
 def test_two_writers_and_a_reader_all_succeed(db_path: Path) -> None:
     Store(db_path)  # create the schema once, so the three processes race only on data
-    writers = [_spawn("write", str(db_path), run, "100", "10") for run in ("run-one", "run-two")]
-    reader = _spawn("read", str(db_path), "4")
+    writers = [_spawn("write", str(db_path), run, "60", "10") for run in ("run-one", "run-two")]
+    reader = _spawn("read", str(db_path), "3")
     outputs = [proc.communicate(timeout=240) for proc in (*writers, reader)]
     for proc, (out, err) in zip((*writers, reader), outputs):
         assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{out}\nstderr:\n{err}"
@@ -34,9 +34,9 @@ def test_two_writers_and_a_reader_all_succeed(db_path: Path) -> None:
         "SELECT run_id, count(*), count(DISTINCT (item_id, scorer_id)), any_value(r.status) "
         "FROM scores JOIN runs AS r USING (run_id) GROUP BY run_id ORDER BY run_id"
     ).rows
-    assert counts == [("run-one", 200, 200, "completed"), ("run-two", 200, 200, "completed")]
+    assert counts == [("run-one", 120, 120, "completed"), ("run-two", 120, 120, "completed")]
     items = Store(db_path).sql("SELECT run_id, count(*) FROM items GROUP BY run_id ORDER BY run_id").rows
-    assert items == [("run-one", 100), ("run-two", 100)]
+    assert items == [("run-one", 60), ("run-two", 60)]
 
 
 def test_sigkill_keeps_written_batches_and_resume_completes_exactly_once(db_path: Path) -> None:
