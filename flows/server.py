@@ -343,6 +343,9 @@ def serve(options: ServeOptions, say: Callable[[str], None] = print) -> ServeSta
     if _reusable(previous) and previous is not None:
         say(f"evalduck is already serving: worker pid {previous.worker_pid}, UI at {previous.ui_url}")
         return previous
+    if previous is not None and previous.worker_pid is not None and is_alive(previous.worker_pid, "worker"):
+        # Its server is gone; a fresh worker is started below, so this one must not be left orphaned.
+        say(stop_worker(previous.worker_pid))
     api_url, server_pid = _ensure_server(options, previous, say)
     if ensure_work_pool(api_url):
         say(f"Created the process work pool '{WORK_POOL}'.")

@@ -24,15 +24,17 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 INSTALL_HINT = "apt-get update && apt-get install -y --no-install-recommends chromium"
+MISSING = f"headless Chromium not found at {CHROMIUM}; install it with: {INSTALL_HINT}"
+REQUIRED = os.environ.get("EVALDUCK_REQUIRE_BROWSER") == "1"
+
+if not CHROMIUM.exists() and not REQUIRED:
+    pytest.skip(MISSING, allow_module_level=True)  # before the session's Prefect server is started for it
 
 
 @pytest.fixture
 def browser_page(tmp_path: Path) -> Iterator[object]:
     if not CHROMIUM.exists():
-        message = f"headless Chromium not found at {CHROMIUM}; install it with: {INSTALL_HINT}"
-        if os.environ.get("EVALDUCK_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"EVALDUCK_REQUIRE_BROWSER=1 but {message}")
-        pytest.skip(message)
+        pytest.fail(f"EVALDUCK_REQUIRE_BROWSER=1 but {MISSING}")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -48,7 +50,7 @@ def browser_page(tmp_path: Path) -> Iterator[object]:
             context.close()
 
 
-def test_quick_run_from_the_deployment_page_completes(stack: Stack, browser_page: object, tmp_path: Path) -> None:
+def test_quick_run_from_the_deployment_page_completes(browser_page: object, stack: Stack, tmp_path: Path) -> None:
     from playwright.sync_api import Page, expect
 
     page: Page = browser_page  # type: ignore[assignment]
