@@ -6,6 +6,7 @@ in the same order. The views and macros of `macros.sql` are recreated after any 
 
 from __future__ import annotations
 
+import hashlib
 from importlib import resources
 
 import duckdb
@@ -80,6 +81,24 @@ def macros_sql() -> str:
     return resources.files("flows.store").joinpath("macros.sql").read_text(encoding="utf-8")
 
 
+def macros_fingerprint() -> str:
+    """Short hash of macros.sql, kept as the comment of `schema_version` to spot stale stored SQL."""
+    return "macros:" + hashlib.sha256(macros_sql().encode("utf-8")).hexdigest()[:16]
+
+
+def _refresh_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """(Re)create the views and macros and record their fingerprint; inside the caller's transaction."""
+    con.execute(macros_sql())
+    con.execute(f"COMMENT ON TABLE schema_version IS '{macros_fingerprint()}'")
+
+
+def _stored_fingerprint(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = con.execute(
+        "SELECT comment FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'schema_version'"
+    ).fetchone()
+    return None if row is None else row[0]
+
+
 def _table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
     rows = con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()
     return {name for (name,) in rows}
@@ -109,6 +128,15 @@ def migrate(con: duckdb.DuckDBPyConnection, path: str, evalduck_version: str | N
             f"left untouched."
         )
     if found >= target:
+        if found == SCHEMA_VERSION and _stored_fingerprint(con) != macros_fingerprint():
+            # Same schema, different stored SQL (a development build changed macros.sql): refresh it.
+            con.execute("BEGIN TRANSACTION")
+            try:
+                _refresh_macros(con)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
         return found
     con.execute("BEGIN TRANSACTION")
     try:
@@ -124,7 +152,7 @@ def migrate(con: duckdb.DuckDBPyConnection, path: str, evalduck_version: str | N
                 "INSERT INTO schema_version (version, evalduck_version) VALUES (?, ?)", [version, evalduck_version]
             )
         if target == SCHEMA_VERSION:
-            con.execute(macros_sql())
+            _refresh_macros(con)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

@@ -87,3 +87,13 @@ def test_foreign_duckdb_file_is_refused(db_path: Path) -> None:
 def test_missing_folder_is_named(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="does not exist"):
         Store(tmp_path / "nope" / "evals.duckdb")
+
+
+def test_stale_stored_sql_is_refreshed_on_open(db_path: Path) -> None:
+    Store(db_path)
+    con = duckdb.connect(str(db_path))
+    con.execute("CREATE OR REPLACE MACRO latest_run() AS 'stale'")
+    con.execute("COMMENT ON TABLE schema_version IS 'macros:old'")
+    con.close()
+    store = Store(db_path)
+    assert store.sql("SELECT latest_run()").rows == [(None,)]  # the real macro again (no runs yet)
