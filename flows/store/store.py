@@ -212,7 +212,7 @@ class Store:
 
     def list_runs(self, limit: int = 20) -> list[RunRecord]:
         """Recent runs, newest first, with item, score and error counts."""
-        result = self.sql("SELECT * FROM run_overview LIMIT ?", [limit])
+        result = self.sql("SELECT * FROM run_overview ORDER BY started_at DESC, run_id DESC LIMIT ?", [limit])
         return [RunRecord.model_validate(_decode_config(rec)) for rec in result.records()]
 
     def run_summary(self, run_id: str) -> RunSummary:
