@@ -109,3 +109,10 @@ def test_installed_script_gates_ci_and_reads_evalduck_db(db: Path, tmp_path: Pat
     assert "REGRESSION" in proc.stderr
     unknown = subprocess.run([str(script), "--db", str(db), "show", "nope"], capture_output=True, text=True, timeout=60)
     assert unknown.returncode == 2 and "no run with id or name 'nope'" in unknown.stderr
+
+
+def test_results_commands_do_not_import_prefect() -> None:
+    """`evalduck sql/runs/show/compare` must start fast: command modules keep prefect imports lazy."""
+    code = "import sys, flows.cli, flows.store; sys.exit(1 if 'prefect' in sys.modules else 0)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, "importing flows.cli imported prefect" + proc.stderr
