@@ -7,7 +7,6 @@ and is recorded by process id in a state file; `stop` ends only what that file n
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,7 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
+
+__all__ = ("ServeOptions", "ServeState", "ServeError", "serve", "stop", "WORK_POOL", "DEFAULT_PORT")
 
 WORK_POOL = "evalduck-pool"
 DEFAULT_PORT = 4200
@@ -56,7 +57,13 @@ def read_state(state_dir: Path) -> ServeState | None:
     path = state_path(state_dir)
     if not path.exists():
         return None
-    return ServeState.model_validate_json(path.read_text())
+    try:
+        return ServeState.model_validate_json(path.read_text())
+    except ValidationError as exc:
+        raise ServeError(
+            f"{path} is not a state file written by `evalduck serve` ({exc.error_count()} problem(s)); "
+            "stop any Prefect server/worker it started by hand, then delete it"
+        ) from exc
 
 
 def write_state(state_dir: Path, state: ServeState) -> None:

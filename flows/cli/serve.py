@@ -78,6 +78,11 @@ def stop(
     state_dir: StateDir = None,
 ) -> None:
     """Stop the worker, then the server, that `evalduck serve` started (by process id)."""
+    from flows.server import ServeError
     from flows.server import stop as end
 
-    end((state_dir or project_dir.resolve() / ".evalduck").resolve(), say=_say)
+    try:
+        end((state_dir or project_dir.resolve() / ".evalduck").resolve(), say=_say)
+    except ServeError as exc:
+        _console.print(f"[red]evalduck stop: {exc}[/red]")
+        raise typer.Exit(1) from exc

@@ -37,3 +37,13 @@ def test_serve_again_reuses_the_running_installation(stack: Stack) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"already serving: worker pid {stack.state.worker_pid}" in done.stdout
     assert stack.state.ui_url in done.stdout
+
+
+def test_a_foreign_state_file_is_reported_not_trusted(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "serve.json").write_text('{"worker_pid": 1}')
+    done = evalduck("stop", "--state-dir", str(state), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "is not a state file written by `evalduck serve`" in done.stdout
+    assert (state / "serve.json").exists()
