@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from flows.store import ScoreRow, Store, UnknownRunError
@@ -122,3 +125,21 @@ def test_env_var_names_the_default_file(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.delenv("EVALDUCK_DB")
     monkeypatch.chdir(tmp_path)
     assert Store().path == (tmp_path / "evals.duckdb").resolve()
+
+
+_key = st.tuples(st.sampled_from(["i1", "i2", "i3", "i4"]), st.sampled_from(["a", "b"]))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(st.tuples(_key, st.floats(0, 1)), min_size=1, max_size=6), min_size=1, max_size=4))
+def test_any_sequence_of_writes_leaves_one_row_per_cell_last_write_wins(
+    tmp_path: Path, batches: list[list[tuple[tuple[str, str], float]]]
+) -> None:
+    store = Store(tmp_path / f"prop-{uuid.uuid4().hex}.duckdb")
+    expected: dict[tuple[str, str], float] = {}
+    for batch in batches:
+        store.write_scores("r", [_cell("r", item, scorer, score) for (item, scorer), score in batch])
+        expected.update({key: score for key, score in batch})
+    rows = store.sql("SELECT item_id, scorer_id, score FROM scores").rows
+    assert len(rows) == len(expected)
+    assert {(i, s): v for i, s, v in rows} == expected
