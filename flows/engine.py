@@ -347,7 +347,8 @@ class _Run:
         for item in plan.items:
             cells = sum(1 for s in plan.scorers if plan.wanted(item.item_id, s.id))
             if cells:
-                self.states[item.item_id] = _ItemState(item=item, pending=cells)
+                output = None if plan.target.calls else item.output
+                self.states[item.item_id] = _ItemState(item=item, pending=cells, output=output)
         self.total = len(self.states)
         if plan.sink is not None:
             plan.sink.start(self.total)

@@ -88,13 +88,13 @@ def run(
     from pydantic import ValidationError
 
     from flows.config import EvalConfig
-    from flows.datasets import DatasetError
+    from flows.datasets import DatasetError, load_dataset
     from flows.eval_flow import run_eval_config
     from flows.progress import RichProgress, use_sink
     from flows.store import StoreError, UnknownRunError
     from flows.targets import TargetError
 
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)
     out = Console(width=None if sys.stdout.isatty() else 120)
     try:
         chosen: dict[str, Any] = {"scorers": list(scorer)} if scorer else {}
@@ -107,6 +107,11 @@ def run(
     except ValidationError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
+    try:  # fail in a second on a bad dataset, before Prefect (and its local server) start
+        load_dataset(dataset)
+    except DatasetError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
     api = os.environ.get("PREFECT_API_URL")
     err.print(f"[dim]Prefect: {'server ' + api if api else 'local mode (set PREFECT_API_URL to use a server)'}[/dim]")
     try:

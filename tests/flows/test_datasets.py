@@ -1,0 +1,64 @@
+"""Datasets: four formats, every row validated before anything runs, errors that name file and line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from flows.datasets import DatasetError, dataset_from_rows, load_dataset
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_jsonl_errors_name_every_bad_line(tmp_path: Path) -> None:
+    path = _write(tmp_path / "d.jsonl", '{"input": "q", "output": "a"}\n\n{"output": "x"}\n{"input": "q", "foo": 1}\n'
+                  '{"input": 3}\n{not json\n')
+    with pytest.raises(DatasetError) as err:
+        load_dataset(path)
+    assert str(err.value) == f"{path} line 6: not valid JSON (Expecting property name enclosed in double quotes at column 2)"
+    _write(path, '{"input": "q"}\n\n{"output": "x", "id": "b-1"}\n{"input": "q", "foo": 1}\n{"input": 3}\n')
+    with pytest.raises(DatasetError) as err:
+        load_dataset(path)
+    assert err.value.problems == [
+        f"{path} line 3 (item 'b-1'): missing `input`",
+        f"{path} line 4: unknown field `foo` (fields: id, input, output, groundTruth, requestContext, metadata)",
+        f"{path} line 5: `input` must be a string or a list of {{role, content}} chat messages, got 3",
+    ]
+
+
+def test_json_csv_parquet_and_memory(tmp_path: Path) -> None:
+    json_path = _write(tmp_path / "d.json", '[\n  {"input": "q1", "output": "a"},\n\n  {"id": 7,\n   "output": "x"}\n]\n')
+    with pytest.raises(DatasetError, match=r"d.json line 4 \(item 7\): missing `input`"):
+        load_dataset(json_path)
+    _write(json_path, json.dumps({"items": [{"input": "q", "groundTruth": "g", "requestContext": {"u": 1}}]}))
+    (item,) = load_dataset(json_path).items
+    assert (item.ground_truth, item.request_context) == ("g", {"u": 1})
+
+    csv_path = _write(tmp_path / "d.csv", 'id,input,output,metadata\n1,"two\nlines",a,"{""k"": 2}"\n2,,b,\n')
+    with pytest.raises(DatasetError, match=r"d.csv line 4 \(item '2'\): missing `input`"):
+        load_dataset(csv_path)
+    _write(csv_path, 'id,input,output,metadata\n1,"two\nlines",a,"{""k"": 2}"\n')
+    (row,) = load_dataset(csv_path).items
+    assert (row.item_id, row.input, row.metadata) == ("1", "two\nlines", {"k": 2})
+
+    pq = tmp_path / "d.parquet"
+    duckdb.sql(f"COPY (SELECT 'q' || i AS input, 'o' AS output FROM range(3) t(i)) TO '{pq}'")
+    assert [i.input for i in load_dataset(pq).items] == ["q0", "q1", "q2"]
+
+    same = dataset_from_rows([{"input": "a"}, {"input": "a"}])
+    assert same.items[1].item_id == same.items[0].item_id + "#2"  # identical rows stay two items
+    with pytest.raises(DatasetError, match="row 2: missing `input`"):
+        dataset_from_rows([{"input": "a"}, {"output": "b"}])
+
+
+def test_unknown_format_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="no such dataset file"):
+        load_dataset(tmp_path / "nope.jsonl")
+    with pytest.raises(DatasetError, match="unknown dataset format '.txt'"):
+        load_dataset(_write(tmp_path / "d.txt", "x"))
