@@ -143,6 +143,11 @@ def compare(
         a, b = store.resolve_run(run_a), store.resolve_run(run_b)
         rows = store.compare(a, b)
         deltas = {row["scorer_id"]: store.item_deltas(a, b, row["scorer_id"], limit=items) for row in rows} if items else {}
+        per_run = store.sql(
+            "SELECT run_id, list(DISTINCT scorer_id ORDER BY scorer_id) FROM scores WHERE run_id IN (?, ?) GROUP BY run_id",
+            [a, b],
+        ).rows
+    scorers_of = {run_id: set(ids) for run_id, ids in per_run}
     table = Table(title=f"B = {b}  vs  A = {a}")
     for column in ("scorer", "mean A", "mean B", "Δ (B-A)", "95% CI", "paired", "+/-/=", "errors A/B"):
         table.add_column(column, justify="left" if column == "scorer" else "right")
@@ -170,6 +175,20 @@ def compare(
             detail.add_row(d["item_id"], _num(d["score_a"]), _num(d["score_b"]), _num(d["delta"], signed=True),
                            d["status_a"] or "–", d["status_b"] or "–")
         _consoles.out.print(detail)
+    for label, run_id, other in (("A", a, b), ("B", b, a)):
+        only = sorted(scorers_of.get(run_id, set()) - scorers_of.get(other, set()))
+        if only:
+            _consoles.out.print(f"Only in run {label}: {', '.join(only)} (not compared)", highlight=False)
+    if fail_below is not None:
+        ungated = [row["scorer_id"] for row in rows if row["ci_high"] is None]
+        if ungated:
+            _consoles.out.print(
+                f"Not gated (fewer than 2 items scored in both runs): {', '.join(ungated)}", highlight=False
+            )
+        if not failing:
+            _consoles.out.print(
+                f"OK: no scorer's 95% upper bound on the paired delta is below -{fail_below:g}", highlight=False
+            )
     if failing:
         _consoles.err.print(
             f"REGRESSION: {', '.join(failing)}: the 95% upper bound of the paired delta is below -{fail_below:g}",

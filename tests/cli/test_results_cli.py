@@ -39,7 +39,16 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _run(store, "run-base", "baseline", 0, base)
     _run(store, "run-bad", "candidate", 1, [s - 0.3 + 0.005 * (i % 3) for i, s in enumerate(base)])
     _run(store, "run-good", "candidate", 2, [s + 0.01 for s in base])
+    _run(store, "run-old", "old", -1, [0.5])  # oldest; a single item, plus a scorer the others lack
+    store.write_scores("run-old", [{"item_id": "q0", "scorer_id": "legacy-scorer", "scorer_version": "1", "score": 1.0}])
     return path
+
+
+def test_compare_names_scorers_of_one_run_only_and_ungated_ones(db: Path) -> None:
+    code, out, _ = _cli(db, "compare", "run-old", "run-base", "--fail-below", "0.1")
+    assert code == 0
+    assert "Only in run A: legacy-scorer (not compared)" in out
+    assert "Not gated (fewer than 2 items scored in both runs): tone-scorer" in out
 
 
 def _cli(db: Path, *args: str) -> tuple[int, str, str]:
@@ -57,7 +66,8 @@ def test_compare_exits_1_on_a_regression(db: Path) -> None:
 def test_compare_exits_0_within_tolerance_or_without_gate(db: Path) -> None:
     assert _cli(db, "compare", "run-base", "run-bad", "--fail-below", "0.5")[0] == 0
     assert _cli(db, "compare", "run-base", "run-bad")[0] == 0
-    assert _cli(db, "compare", "run-base", "run-good", "--fail-below", "0")[0] == 0
+    code, out, _ = _cli(db, "compare", "run-base", "run-good", "--fail-below", "0")
+    assert code == 0 and "OK: no scorer's 95% upper bound" in out
 
 
 def test_compare_exits_2_on_usage_errors(db: Path) -> None:
