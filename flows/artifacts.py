@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
@@ -33,12 +34,13 @@ def artifact_key(name: str | None, kind: str) -> str:
 
 
 class ProgressArtifact:
-    """Percent of items done, updated every ``every`` items (and at the end)."""
+    """Percent of items done, updated every ``every`` items but at most once a ``min_interval_s`` (and at the end)."""
 
-    def __init__(self, key: str, every: int) -> None:
-        self.key, self.every = key, max(1, every)
+    def __init__(self, key: str, every: int, min_interval_s: float = 1.0) -> None:
+        self.key, self.every, self.min_interval_s = key, max(1, every), min_interval_s
         self.id: UUID | None = None
         self._pending: set[asyncio.Task[Any]] = set()
+        self._last = 0.0
 
     async def start(self, description: str) -> None:
         try:
@@ -49,6 +51,10 @@ class ProgressArtifact:
     def update(self, done: int, total: int) -> None:
         if self.id is None or total <= 0 or (done % self.every and done != total):
             return
+        now = time.monotonic()
+        if done != total and now - self._last < self.min_interval_s:
+            return  # fast code-only runs would otherwise spend their time in API calls
+        self._last = now
         task = asyncio.ensure_future(self._update(100.0 * done / total))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -298,7 +299,7 @@ class _Run:
                     exc = await aget_state_exception(run_state)
                     outs: list[dict[str, Any]] = [{"error": f"{step.label}: {type(exc).__name__}: {exc}"}] * len(live)
                 else:
-                    outs = await run_state.aresult()
+                    outs = json.loads(await run_state.aresult())
                 for s, out in zip(live, outs):
                     iid = s.item.item_id
                     if "error" in out:
@@ -360,7 +361,8 @@ class _Run:
                 if not plan.target.calls:
                     for state in self.states.values():  # outputs known: chunks in dataset order
                         ready.put_nowait(state)
-                items = [group.create_task(self._item(s, ready)) for s in self.states.values()]
+                per_item = self.judge_scorers or plan.target.calls
+                items = [group.create_task(self._item(s, ready)) for s in self.states.values()] if per_item else []
                 if items:
                     await asyncio.wait(items)
                 ready.put_nowait(None)

@@ -15,6 +15,7 @@ apply_defaults()
 
 import asyncio  # noqa: E402
 import contextvars  # noqa: E402
+import inspect  # noqa: E402
 import os  # noqa: E402
 import threading  # noqa: E402
 import uuid  # noqa: E402
@@ -90,6 +91,8 @@ def _load(data: Any) -> Dataset:
         return load_dataset(data)
     if isinstance(data, Dataset):
         return data
+    if isinstance(data, _Rows):
+        data = data.rows
     return dataset_from_rows(list(data))
 
 
@@ -209,15 +212,37 @@ def _execute(
                       previous_run_id=previous, comparison=comparison)
 
 
+class _Rows:
+    """In-memory rows in a plain object, so Prefect neither walks, validates nor serialises them."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: Any) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        return f"<{len(self.rows)} rows in memory>"
+
+
 class _EvalsFlow(Flow[..., EvalResult]):
-    """A Flow that reports in-memory rows and Python objects to the API as short descriptions: the rows
-    themselves stay in this process (and land in the store's `items` table)."""
+    """A Flow that keeps in-memory rows in this process (they land in the store's `items` table) and
+    reports them and other Python objects to the API as short descriptions."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        bound = inspect.signature(self.fn).bind_partial(*args, **kwargs)
+        data = bound.arguments.get("data")
+        if data is not None and not isinstance(data, (str, os.PathLike, _Rows, Dataset)):
+            bound.arguments["data"] = _Rows(data)
+        return super().__call__(*bound.args, **bound.kwargs)
 
     def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
         params = dict(parameters)
         data = params.get("data")
         if data is not None and not isinstance(data, (str, os.PathLike)):
-            params["data"] = f"<{len(data)} rows in memory>" if hasattr(data, "__len__") else "<rows in memory>"
+            params["data"] = repr(data if isinstance(data, _Rows) else _Rows(data))
         if params.get("scorers"):
             params["scorers"] = [s.id if isinstance(s, Scorer) else s for s in params["scorers"]]
         for key in ("target", "on_item_complete"):

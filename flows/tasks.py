@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -153,9 +154,12 @@ async def _target(cache_key: str, item_id: str, job: Job) -> dict[str, Any]:
 
 
 @task(name="code-step", **_CACHED)
-async def _code_chunk(cache_key: str, span: str, job: Job) -> list[dict[str, Any]]:
-    """A code step over a chunk of items: per item {"result": ...} or {"error": "..."}."""
-    return await job.call()
+async def _code_chunk(cache_key: str, span: str, job: Job) -> str:
+    """A code step over a chunk of items, as JSON text of per-item {"result": ...} or {"error": "..."}.
+
+    Text, not a list: Prefect walks a returned collection element by element (to link states), which
+    would cost more than the step itself."""
+    return json.dumps(await job.call(), separators=(",", ":"))
 
 
 def judge_step_task(step: Step, opts: TaskOptions) -> Task[..., Any]:

@@ -1,0 +1,103 @@
+"""Benchmarks of the eval flow (by hand; results in docs/benchmarks.md).
+
+  (a) judge-bound: N items (default 200), answer relevancy, fake judge with 1 s latency, concurrency 16:
+      3 requests per item; ideal = requests x latency / concurrency.
+  (b) code-bound: tone + textual difference on 2,000 and on 200 items; marginal cost per item-scorer =
+      (t2000 - t200) / (1800 x 2), storage included.
+  (c) a cached re-run of (a): zero judge requests expected; its wall time against (a).
+
+Each run is one `run_evals` call timed on its own, after a warm-up run in the same process (so Prefect's
+local server is already up). Private PREFECT_HOME, cache folder and DuckDB file in a temporary folder.
+
+Usage: .venv/bin/python bench/bench_flow.py [a|b|c|all] [--items 200] [--latency 1.0] [--concurrency 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WORK = Path(tempfile.mkdtemp(prefix="evalduck-bench-flow-"))
+os.environ.setdefault("PREFECT_HOME", str(Path(tempfile.gettempdir()) / "evalduck-bench-prefect-home"))
+os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+os.environ.setdefault("OPENAI_API_KEY", "sk-fake-bench")
+
+from flows import run_evals  # noqa: E402
+from scorers.testing.fake_openai import FakeOpenAIServer  # noqa: E402
+
+
+def _rows(n: int, tag: str) -> list[dict[str, str]]:
+    return [
+        {
+            "id": f"{tag}-{i}",
+            "input": f"How do I reset the password of account {i}?",
+            "output": f"Open the sign-in page of account {i} and click Forgot password. We email you a link.",
+            "groundTruth": f"Click Forgot password on the sign-in page for account {i} and follow the emailed link.",
+        }
+        for i in range(n)
+    ]
+
+
+def _timed(label: str, **kwargs: object) -> float:
+    started = time.perf_counter()
+    result = run_evals(**kwargs)  # type: ignore[arg-type]
+    elapsed = time.perf_counter() - started
+    counts = {k: (v["scored"], v["errored"]) for k, v in result.summary["scorers"].items()}
+    print(f"{label}: {elapsed:.2f} s  (scored, errored) per scorer: {counts}", flush=True)
+    return elapsed
+
+
+def _warm_up(db: str) -> None:
+    run_evals(_rows(2, "warm"), scorers=["tone-scorer"], db=db, cache_dir=str(WORK / "warm-cache"))
+
+
+def bench_judge(items: int, latency: float, concurrency: int, cached_rerun: bool) -> None:
+    db = str(WORK / "judge.duckdb")
+    _warm_up(db)
+    with FakeOpenAIServer(latency=latency) as judge:
+        spec = {"id": "answer-relevancy-scorer",
+                "options": {"model": "openai/fake-judge", "api_base": judge.base_url, "timeout": 30}}
+        kwargs = dict(data=_rows(items, "judge"), scorers=[spec], concurrency=concurrency, db=db,
+                      cache_dir=str(WORK / "judge-cache"), name="bench-judge")
+        t = _timed(f"(a) judge-bound, {items} items, latency {latency}s, concurrency {concurrency}", **kwargs)
+        ideal = judge.request_count * latency / concurrency
+        print(f"    requests {judge.request_count}; ideal {ideal:.2f} s; ratio {t / ideal:.3f}x", flush=True)
+        if cached_rerun:
+            judge.reset()
+            t2 = _timed("(c) cached re-run of (a)", **kwargs)
+            print(f"    judge requests {judge.request_count}; {t2:.2f} s vs {t:.2f} s ({t2 / t:.1%} of (a))", flush=True)
+
+
+def bench_code() -> None:
+    db = str(WORK / "code.duckdb")
+    _warm_up(db)
+    scorers = ["tone-scorer", "textual-difference-scorer"]
+    times = {}
+    for n in (200, 2000):
+        times[n] = _timed(f"(b) code-bound, {n} items x 2 scorers", data=_rows(n, f"code{n}"), scorers=scorers,
+                          db=db, cache_dir=str(WORK / f"code-cache-{n}"))
+    marginal = (times[2000] - times[200]) / (1800 * 2) * 1000
+    print(f"    marginal cost per item-scorer: {marginal:.3f} ms", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("which", nargs="?", default="all", choices=["a", "b", "c", "all"])
+    parser.add_argument("--items", type=int, default=200)
+    parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, load average {os.getloadavg()}, work folder {WORK}", flush=True)
+    if args.which in ("b", "all"):
+        bench_code()
+    if args.which in ("a", "c", "all"):
+        bench_judge(args.items, args.latency, args.concurrency, cached_rerun=args.which != "a")
+    print(f"load average after: {os.getloadavg()}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
