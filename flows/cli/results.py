@@ -144,7 +144,8 @@ def compare(
         rows = store.compare(a, b)
         deltas = {row["scorer_id"]: store.item_deltas(a, b, row["scorer_id"], limit=items) for row in rows} if items else {}
         per_run = store.sql(
-            "SELECT run_id, list(DISTINCT scorer_id ORDER BY scorer_id) FROM scores WHERE run_id IN (?, ?) GROUP BY run_id",
+            "SELECT run_id, list(DISTINCT scorer_id ORDER BY scorer_id) FROM scores"
+            " WHERE run_id IN (?, ?) AND status = 'scored' GROUP BY run_id",
             [a, b],
         ).rows
     scorers_of = {run_id: set(ids) for run_id, ids in per_run}
@@ -178,7 +179,7 @@ def compare(
     for label, run_id, other in (("A", a, b), ("B", b, a)):
         only = sorted(scorers_of.get(run_id, set()) - scorers_of.get(other, set()))
         if only:
-            _consoles.out.print(f"Only in run {label}: {', '.join(only)} (not compared)", highlight=False)
+            _consoles.out.print(f"Scored in run {label} only: {', '.join(only)} (not compared)", highlight=False)
     if fail_below is not None:
         ungated = [row["scorer_id"] for row in rows if row["ci_high"] is None]
         if ungated:

@@ -81,7 +81,8 @@ FROM scores
 WHERE run_id = run
 GROUP BY scorer_id;
 
--- Run B against run A, one row per scorer present in both runs.
+-- Run B against run A, one row per scorer scored (at least one item with status 'scored') in both runs;
+-- a scorer skipped or failed throughout one of the runs has nothing to compare and gets no row.
 -- mean_delta is the mean of per-item deltas (B - A) over items scored in both runs;
 -- ci_low/ci_high is its 95% t interval (mean ± t(0.975, n-1) · sd / sqrt(n)), NULL below 2 pairs.
 -- improved/regressed/unchanged count paired items whose delta is > 1e-9, < -1e-9, or within.
@@ -141,6 +142,7 @@ FROM side_a AS sa
 JOIN side_b AS sb ON sb.scorer_id = sa.scorer_id
 LEFT JOIN paired_stats AS ps ON ps.scorer_id = sa.scorer_id
 CROSS JOIN run_meta AS m
+WHERE sa.n_scored > 0 AND sb.n_scored > 0
 ORDER BY sa.scorer_id;
 
 -- Per-item deltas (B - A) for one scorer, worst first; items missing or unscored on a side come last.

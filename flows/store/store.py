@@ -226,13 +226,13 @@ class Store:
         return RunSummary(run=RunRecord.model_validate(_decode_config(run)), scorers=scorers)
 
     def worst_items(self, run_id: str, limit: int = 5) -> list[dict[str, Any]]:
-        """Per scorer, the `limit` lowest-scored items of a run, then its errors."""
+        """Per scorer, its errors, then the `limit` lowest-scored items of a run (skipped cells are no finding)."""
         with self._connect(read_only=True) as con:
             rid = self._resolve(con, run_id)
             return _records(con.execute(
                 """
                 SELECT scorer_id, item_id, status, score, coalesce(error, reason) AS detail
-                FROM scores WHERE run_id = ?
+                FROM scores WHERE run_id = ? AND status <> 'skipped'
                 QUALIFY row_number() OVER (
                     PARTITION BY scorer_id ORDER BY (status = 'error') DESC, score ASC NULLS LAST, item_id) <= ?
                 ORDER BY scorer_id, (status = 'error') DESC, score ASC NULLS LAST, item_id

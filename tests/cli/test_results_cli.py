@@ -47,7 +47,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_compare_names_scorers_of_one_run_only_and_ungated_ones(db: Path) -> None:
     code, out, _ = _cli(db, "compare", "run-old", "run-base", "--fail-below", "0.1")
     assert code == 0
-    assert "Only in run A: legacy-scorer (not compared)" in out
+    assert "Scored in run A only: legacy-scorer (not compared)" in out
     assert "Not gated (fewer than 2 items scored in both runs): tone-scorer" in out
 
 

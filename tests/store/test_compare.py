@@ -40,6 +40,8 @@ def _expected(cells_a: dict[tuple[str, str], Any], cells_b: dict[tuple[str, str]
         b = {i: v for (i, s), v in cells_b.items() if s == scorer}
         scored_a = {i: v for i, v in a.items() if isinstance(v, float)}
         scored_b = {i: v for i, v in b.items() if isinstance(v, float)}
+        if not scored_a or not scored_b:
+            continue  # SPEC 5: one row per scorer scored in both runs
         deltas = [scored_b[i] - scored_a[i] for i in sorted(scored_a.keys() & scored_b.keys())]
         n = len(deltas)
         row: dict[str, Any] = {
@@ -123,6 +125,13 @@ def test_warnings_name_what_differs(store: Store, add_run: Any) -> None:
     assert "scorer version differs (1 vs 2)" in warning
     assert "judge model differs (none vs openai/gpt-x)" in warning
     assert "run B is failed" in warning
+
+
+def test_a_scorer_not_scored_in_one_run_gets_no_row(store: Store, add_run: Any) -> None:
+    add_run(store, "A", {"s": {"i1": 0.5, "i2": 0.7}, "judge": {"i1": 1.0, "i2": 0.3}}, minutes=0)
+    add_run(store, "B", {"s": {"i1": 0.6, "i2": 0.4}, "judge": {"i1": "skipped", "i2": "error"}}, minutes=1)
+    assert [r["scorer_id"] for r in store.compare("A", "B")] == ["s"]
+    assert [r["scorer_id"] for r in store.compare("B", "A")] == ["s"]
 
 
 def test_item_deltas_worst_first(store: Store, add_run: Any) -> None:

@@ -110,6 +110,7 @@ def test_summary_view_and_worst_items(store: Store, add_run: Any) -> None:
     assert row["mean_score"] == pytest.approx(0.4) and row["stddev_score"] == pytest.approx(0.28284271247)
     worst = store.worst_items("r1", limit=2)
     assert [w["item_id"] for w in worst] == ["i3", "i1"]
+    assert "i4" not in {w["item_id"] for w in store.worst_items("r1", limit=10)}  # skipped is no finding
 
 
 def test_sql_is_read_only_unless_asked(store: Store) -> None:
