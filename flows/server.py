@@ -93,7 +93,9 @@ def is_healthy(api_url: str, timeout: float = 2.0) -> bool:
         return False
 
 
-def wait_healthy(api_url: str, timeout: float, process: subprocess.Popen[bytes] | None = None, log: Path | None = None) -> None:
+def wait_healthy(
+    api_url: str, timeout: float, process: subprocess.Popen[bytes] | None = None, log: Path | None = None
+) -> None:
     """Poll the health route until it answers; fail early with the log's tail if the server process died."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -157,9 +159,9 @@ def deploy_all(
     command = [prefect_executable(), "--no-prompt", "deploy", "--all"]
     if prefect_file is not None:
         command += ["--prefect-file", str(prefect_file)]
+    deploy_env = child_env({**(env or {}), "PREFECT_API_URL": api_url})
     done = subprocess.run(
-        command, cwd=project_dir, env=child_env({**(env or {}), "PREFECT_API_URL": api_url}), capture_output=True, text=True,
-        stdin=subprocess.DEVNULL,
+        command, cwd=project_dir, env=deploy_env, capture_output=True, text=True, stdin=subprocess.DEVNULL
     )
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(done.stdout + done.stderr)
@@ -303,7 +305,9 @@ def _reusable(state: ServeState | None) -> bool:
     )
 
 
-def _ensure_server(options: ServeOptions, previous: ServeState | None, say: Callable[[str], None]) -> tuple[str, int | None]:
+def _ensure_server(
+    options: ServeOptions, previous: ServeState | None, say: Callable[[str], None]
+) -> tuple[str, int | None]:
     """The API URL to use and the pid of the server when it is ours to stop."""
     if options.api_url:
         if not is_healthy(options.api_url):
@@ -315,10 +319,10 @@ def _ensure_server(options: ServeOptions, previous: ServeState | None, say: Call
         return options.api_url, None
     api_url = f"http://{options.host}:{options.port}/api"
     if is_healthy(api_url):
-        ours = previous is not None and previous.api_url == api_url and previous.server_pid is not None
-        if ours and previous is not None and previous.server_pid is not None and is_alive(previous.server_pid, "server"):
-            say(f"Prefect server already running at {api_url} (pid {previous.server_pid}).")
-            return api_url, previous.server_pid
+        ours = previous.server_pid if previous is not None and previous.api_url == api_url else None
+        if ours is not None and is_alive(ours, "server"):
+            say(f"Prefect server already running at {api_url} (pid {ours}).")
+            return api_url, ours
         say(f"A Prefect server already answers at {api_url}; using it (it will not be stopped by `stop`).")
         return api_url, None
     log = options.state_dir / "server.log"

@@ -44,18 +44,32 @@ class PrefectApi:
 
     client: httpx.Client
 
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        """One call, retried while the server's SQLite database is too busy to answer (503)."""
+        for _ in range(30):
+            response = self.client.request(method, path, json=body)
+            if response.status_code != 503:
+                break
+            time.sleep(0.5)
+        return response
+
     def get(self, path: str) -> Any:
-        response = self.client.get(path)
+        response = self.request("GET", path)
         response.raise_for_status()
         return response.json()
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
-        response = self.client.post(path, json=body)
+        response = self.request("POST", path, body)
         response.raise_for_status()
         return response.json() if response.content else None
 
     def patch(self, path: str, body: dict[str, Any]) -> None:
-        self.client.patch(path, json=body).raise_for_status()
+        self.request("PATCH", path, body).raise_for_status()
+
+    def delete(self, path: str) -> None:
+        response = self.request("DELETE", path)
+        if response.status_code != 404:  # already gone is fine
+            response.raise_for_status()
 
     def deployment(self, name: str) -> dict[str, Any]:
         (found,) = self.post("/deployments/filter", {"deployments": {"name": {"any_": [name]}}})
@@ -69,7 +83,8 @@ class PrefectApi:
         return self.post(f"/deployments/{deployment_id}/create_flow_run", body)
 
     def flow_runs(self, deployment_id: str) -> list[dict[str, Any]]:
-        return self.post("/flow_runs/filter", {"deployments": {"id": {"any_": [deployment_id]}}, "sort": "START_TIME_ASC"})
+        body = {"deployments": {"id": {"any_": [deployment_id]}}, "sort": "START_TIME_ASC"}
+        return self.post("/flow_runs/filter", body)
 
     def subflow_runs(self, flow_run_id: str) -> list[dict[str, Any]]:
         return self.post("/flow_runs/filter", {"flow_runs": {"parent_flow_run_id": {"any_": [flow_run_id]}}})

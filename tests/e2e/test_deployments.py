@@ -58,16 +58,25 @@ def test_interval_schedule_creates_runs_that_complete(stack: Stack) -> None:
 
     stack.api.patch(f"/deployments/{deployment['id']}/schedules/{schedule['id']}", {"active": True})
     try:
-        def two_completed() -> list[dict[str, Any]]:
+        def two_started() -> list[dict[str, Any]]:
             runs = [run for run in stack.api.flow_runs(deployment["id"]) if run["auto_scheduled"]]
             broken = [run for run in runs if run["state_type"] in {"FAILED", "CRASHED"}]
             assert not broken, f"{broken[0]['state']}\n{stack.worker_log()[-3000:]}"
-            done = [run for run in runs if run["state_type"] == "COMPLETED"]
-            return done if len(done) >= 2 else []
+            started = [run for run in runs if run["state_type"] in {"RUNNING", "COMPLETED"}]
+            return started if len(started) >= 2 else []
 
-        completed = wait_for("two scheduled smoke runs to complete", two_completed, timeout=180)
+        # One run at a time (concurrency_limit 1), so the second starts only after the first has finished.
+        started = wait_for("two scheduled smoke runs to start", two_started, timeout=180)
     finally:
         stack.api.patch(f"/deployments/{deployment['id']}/schedules/{schedule['id']}", {"active": False})
+        # Runs already waiting for the deployment's concurrency slot survive the switch-off; drop them so
+        # they do not compete with the other tests for the worker and the CPU.
+        for run in stack.api.flow_runs(deployment["id"]):
+            if run["state_type"] == "SCHEDULED":
+                stack.api.delete(f"/flow_runs/{run['id']}")
+    first, second = (stack.api.wait_terminal(run["id"]) for run in started[:2])
+    for run in (first, second):
+        assert run["state_type"] == "COMPLETED", f"{run['state']}\n{stack.worker_log()[-3000:]}"
 
     stored = store_rows(
         stack,
@@ -76,7 +85,6 @@ def test_interval_schedule_creates_runs_that_complete(stack: Stack) -> None:
         [],
     )
     assert len(stored) >= 2 and all(row["n_scored"] > 0 for row in stored)
-    second = completed[1]
     keys = {artifact["key"] for artifact in stack.api.artifacts(second["id"])}
     assert "evalduck-smoke-regression" in keys
     (eval_run,) = stack.api.subflow_runs(second["id"])

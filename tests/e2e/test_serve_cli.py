@@ -33,7 +33,9 @@ def test_serve_outside_the_project_is_refused(tmp_path: Path) -> None:
 
 def test_serve_again_reuses_the_running_installation(stack: Stack) -> None:
     options = stack.options
-    done = evalduck("serve", "--state-dir", str(options.state_dir), "--port", str(options.port), cwd=options.project_dir)
+    done = evalduck(
+        "serve", "--state-dir", str(options.state_dir), "--port", str(options.port), cwd=options.project_dir
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"already serving: worker pid {stack.state.worker_pid}" in done.stdout
     assert stack.state.ui_url in done.stdout
