@@ -7,7 +7,7 @@
   (c) a cached re-run of (a): zero judge requests expected; its wall time against (a).
 
 Each run is one `run_evals` call timed on its own, after a warm-up run in the same process (so Prefect's
-local server is already up). Private PREFECT_HOME, cache folder and DuckDB file in a temporary folder.
+local server is already up). The fake judge runs in a child process. Private PREFECT_HOME, cache folder and DuckDB file in a temporary folder.
 
 Usage: .venv/bin/python bench/bench_flow.py [a|b|c|all] [--items 200] [--latency 1.0] [--concurrency 16]
 """
@@ -15,10 +15,12 @@ Usage: .venv/bin/python bench/bench_flow.py [a|b|c|all] [--items 200] [--latency
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import sys
 import tempfile
 import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 WORK = Path(tempfile.mkdtemp(prefix="evalduck-bench-flow-"))
@@ -42,6 +44,43 @@ def _rows(n: int, tag: str) -> list[dict[str, str]]:
     ]
 
 
+def _serve(latency: float, conn: Connection) -> None:
+    """Child process: the fake judge, answering "count"/"reset"/"stop" on the pipe."""
+    with FakeOpenAIServer(latency=latency) as server:
+        conn.send(server.base_url)
+        while True:
+            command = conn.recv()
+            if command == "count":
+                conn.send(server.request_count)
+            elif command == "reset":
+                server.reset()
+                conn.send(None)
+            else:
+                return
+
+
+class _JudgeProcess:
+    """The fake judge in its own process, as a real judge would be: its HTTP threads do not compete with
+    the flow for this process's GIL."""
+
+    def __init__(self, latency: float) -> None:
+        self._conn, child = multiprocessing.Pipe()
+        self._proc = multiprocessing.get_context("spawn").Process(target=_serve, args=(latency, child), daemon=True)
+        self._proc.start()
+        self.base_url: str = self._conn.recv()
+
+    def ask(self, command: str) -> int:
+        self._conn.send(command)
+        return self._conn.recv() or 0
+
+    def __enter__(self) -> "_JudgeProcess":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._conn.send("stop")
+        self._proc.join(timeout=10)
+
+
 def _timed(label: str, **kwargs: object) -> float:
     started = time.perf_counter()
     result = run_evals(**kwargs)  # type: ignore[arg-type]
@@ -51,25 +90,29 @@ def _timed(label: str, **kwargs: object) -> float:
     return elapsed
 
 
-def _warm_up(db: str) -> None:
-    run_evals(_rows(2, "warm"), scorers=["tone-scorer"], db=db, cache_dir=str(WORK / "warm-cache"))
+def _warm_up(db: str, judge_spec: dict[str, object] | None = None) -> None:
+    """Start Prefect's local server and import what the first judge call imports (litellm, openai)."""
+    scorers: list[object] = ["tone-scorer"] + ([judge_spec] if judge_spec else [])
+    run_evals(_rows(2, "warm"), scorers=scorers, db=db, cache_dir=str(WORK / "warm-cache"))
 
 
 def bench_judge(items: int, latency: float, concurrency: int, cached_rerun: bool) -> None:
     db = str(WORK / "judge.duckdb")
-    _warm_up(db)
-    with FakeOpenAIServer(latency=latency) as judge:
+    with _JudgeProcess(latency) as judge:
         spec = {"id": "answer-relevancy-scorer",
                 "options": {"model": "openai/fake-judge", "api_base": judge.base_url, "timeout": 30}}
+        _warm_up(db, spec)
+        judge.ask("reset")
         kwargs = dict(data=_rows(items, "judge"), scorers=[spec], concurrency=concurrency, db=db,
                       cache_dir=str(WORK / "judge-cache"), name="bench-judge")
         t = _timed(f"(a) judge-bound, {items} items, latency {latency}s, concurrency {concurrency}", **kwargs)
-        ideal = judge.request_count * latency / concurrency
-        print(f"    requests {judge.request_count}; ideal {ideal:.2f} s; ratio {t / ideal:.3f}x", flush=True)
+        requests = judge.ask("count")
+        ideal = requests * latency / concurrency
+        print(f"    requests {requests}; ideal {ideal:.2f} s; ratio {t / ideal:.3f}x", flush=True)
         if cached_rerun:
-            judge.reset()
+            judge.ask("reset")
             t2 = _timed("(c) cached re-run of (a)", **kwargs)
-            print(f"    judge requests {judge.request_count}; {t2:.2f} s vs {t:.2f} s ({t2 / t:.1%} of (a))", flush=True)
+            print(f"    judge requests {judge.ask('count')}; {t2:.2f} s vs {t:.2f} s ({t2 / t:.1%} of (a))", flush=True)
 
 
 def bench_code() -> None:

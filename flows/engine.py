@@ -145,7 +145,7 @@ class _Run:
             for step in scorer.steps:
                 if chunked:
                     self.chunk_tasks[step.label] = code_chunk_task(step, plan.opts)
-                else:
+                elif step.is_judge:  # a judge scorer's code steps (generate_score) run inline: microseconds
                     self.step_tasks[step.label] = judge_step_task(step, plan.opts)
         self.target_task = target_task(plan.target.label, plan.opts) if plan.target.calls else None
         self.judge_scorers = [s for s in plan.scorers if any(st.is_judge for st in s.steps)]
@@ -226,11 +226,16 @@ class _Run:
         for step in scorer.steps:
             try:
                 ctx = scorer.context_for(step.name, run, {k: v.result for k, v in outputs.items()}, score)
+                if not step.is_judge:
+                    outputs[step.name] = await step.arun(ctx)
+                    if step.name == "generate_score":
+                        score = float(outputs[step.name].result)
+                    continue
                 key = step.cache_key(ctx)
             except Exception as exc:  # noqa: BLE001 - the cell's error
                 return _score_row(self.plan.run_id, scorer, item_id, status="error",
-                                  error=f"{step.label}: {type(exc).__name__}: {exc}")
-            job = Job(lambda step=step, ctx=ctx: step.arun(ctx), self.limiter if step.is_judge else None)
+                                  error=f"{step.label}: {type(exc).__name__}: {exc}", **_usage_fields(outputs, spent))
+            job = Job(lambda step=step, ctx=ctx: step.arun(ctx), self.limiter)
             run_state = await self.step_tasks[step.label](key, item_id, job, return_state=True)
             if not run_state.is_completed():
                 exc = await aget_state_exception(run_state)
@@ -241,8 +246,6 @@ class _Run:
             if run_state.name != "Cached":
                 spent.extend(u.model_dump() for u in out.usage)
             outputs[step.name] = out
-            if step.name == "generate_score":
-                score = float(out.result)
         result = scorer.assemble(run, outputs)
         prompts = {name: o.prompt for name, o in outputs.items() if o.prompt is not None} or None
         return _score_row(
