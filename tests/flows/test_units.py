@@ -1,0 +1,79 @@
+"""The flow's pieces on their own (no Prefect server): cache key hand-over, transient-error rule, rate
+limiter schedule, chunk keys, artifact keys and the comparison markdown, parameter reporting, registry."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from flows.artifacts import artifact_key, comparison_markdown, summary_rows
+from flows.registry import build_scorers
+from flows.tasks import RateLimiter, StepCacheKey, chunk_key, is_transient
+from scorers import InvalidJudgeAnswer, JudgeConfigError, JudgeTransientError
+
+
+def test_cache_policy_hands_over_the_scorers_key() -> None:
+    policy = StepCacheKey()
+    assert policy.compute_key(None, {"cache_key": "abc", "job": object()}, {}) == "abc"  # type: ignore[arg-type]
+
+
+def test_only_transient_errors_are_retried() -> None:
+    assert is_transient(JudgeTransientError("429", retry_after=2.0))
+    assert is_transient(InvalidJudgeAnswer("bad JSON twice"))
+    assert is_transient(TimeoutError()) and is_transient(ConnectionResetError())
+    assert not is_transient(JudgeConfigError("401 bad key"))
+    assert not is_transient(ValueError("a bug"))
+
+
+def test_rate_limiter_spaces_acquisitions_evenly() -> None:
+    async def schedule() -> float:
+        limiter = RateLimiter(rpm=60_000)  # one slot per millisecond
+        start = asyncio.get_running_loop().time()
+        await asyncio.gather(*(limiter.acquire() for _ in range(5)))
+        return limiter._next - start
+
+    assert asyncio.run(schedule()) >= 0.005  # the 5th slot is at least 5 intervals after the start
+    assert RateLimiter(None).interval == 0.0
+
+
+def test_chunk_key_changes_with_any_item() -> None:
+    keys = ["a" * 64, "b" * 64]
+    assert chunk_key(keys) == chunk_key(list(keys))
+    assert chunk_key(keys) != chunk_key(["a" * 64, "c" * 64])
+
+
+def test_artifact_keys_and_comparison_markdown() -> None:
+    assert artifact_key("Nightly Run #2", "summary") == "evalduck-nightly-run-2-summary"
+    assert artifact_key(None, "progress") == "evalduck-unnamed-progress"
+    rows = [{"scorer_id": "tone-scorer", "mean_a": 0.8, "mean_b": 0.7, "mean_delta": -0.1, "ci_low": -0.15,
+             "ci_high": -0.05, "n_paired": 20, "n_improved": 2, "n_regressed": 15, "warning": None}]
+    text = comparison_markdown(rows, "run-a", "run-b", "nightly")
+    assert "| tone-scorer | 0.800 | 0.700 | -0.100 | [-0.150, -0.050] | 20 | 2 | 15 |  |" in text
+    assert summary_rows([{"scorer_id": "t", "mean_score": 0.12345, "n_scored": 3, "n_errors": 1, "n_skipped": 0,
+                          "prompt_tokens": 10, "completion_tokens": 5, "cost": None}]) == [
+        {"scorer": "t", "mean": 0.123, "scored": 3, "errored": 1, "skipped": 0, "judge_tokens": 15,
+         "judge_cost_usd": None}]
+
+
+def test_registry_builds_with_options_and_skips_without_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVALDUCK_JUDGE_MODEL", raising=False)
+    built, skipped = build_scorers([{"id": "tone-scorer", "options": {"scale": 2}}, "answer-relevancy-scorer"])
+    assert [s.id for s in built] == ["tone-scorer"] and built[0].options["scale"] == 2
+    assert [s.scorer_id for s in skipped] == ["answer-relevancy-scorer"]
+    assert "EVALDUCK_JUDGE_MODEL" in skipped[0].reason and "--judge-api-base" in skipped[0].reason
+    built, skipped = build_scorers(["answer-relevancy-scorer"], judge_model="openai/x", judge_api_base="http://h/v1")
+    assert not skipped and built[0].judge is not None and built[0].judge.api_base == "http://h/v1"
+    with pytest.raises(ValueError, match="given twice"):
+        build_scorers(["tone-scorer", "tone-scorer"])
+    with pytest.raises(ValueError):
+        build_scorers([{"id": "tone-scorer", "options": {"scale": -1}}])
+
+
+def test_in_memory_rows_are_reported_not_sent() -> None:
+    from flows import run_evals
+
+    reported = run_evals.serialize_parameters(
+        {"data": [{"input": "q"}] * 3, "scorers": ["tone-scorer"], "on_item_complete": print})
+    assert reported["data"] == "<3 rows in memory>"
+    assert reported["on_item_complete"].startswith("<callable")
