@@ -298,11 +298,14 @@ class _Run:
                 keys = [step.cache_key(c) for c in ctxs]
                 job = Job(lambda step=step, ctxs=ctxs: run_code_step(step, ctxs))
                 run_state = await self.chunk_tasks[step.label](chunk_key(keys), span, job, return_state=True)
-                if not run_state.is_completed():
-                    exc = await aget_state_exception(run_state)
-                    outs: list[dict[str, Any]] = [{"error": f"{step.label}: {type(exc).__name__}: {exc}"}] * len(live)
-                else:
-                    outs = json.loads(await run_state.aresult())
+                try:
+                    if not run_state.is_completed():
+                        raise await aget_state_exception(run_state)
+                    outs: list[dict[str, Any]] = json.loads(await run_state.aresult())
+                    if len(outs) != len(live):
+                        raise ValueError(f"{len(outs)} results for {len(live)} items")
+                except Exception as exc:  # noqa: BLE001 - the chunk's items get the error, the run goes on
+                    outs = [{"error": f"{step.label}: {type(exc).__name__}: {exc}"}] * len(live)
                 for s, out in zip(live, outs):
                     iid = s.item.item_id
                     if "error" in out:

@@ -185,7 +185,7 @@ def code_chunk_task(step: Step, opts: TaskOptions) -> Task[..., Any]:
 
 def chunk_key(keys: list[str]) -> str:
     """A chunk's key from its items' keys: any item's change recomputes the (cheap) chunk."""
-    digest = hashlib.sha256(b"evalduck-chunk-v1")
+    digest = hashlib.sha256(b"evalduck-chunk-v2")  # v2: results stored as JSON text
     for key in keys:
         digest.update(key.encode("ascii"))
     return digest.hexdigest()
