@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -115,16 +116,19 @@ def bench_judge(items: int, latency: float, concurrency: int, cached_rerun: bool
             print(f"    judge requests {judge.ask('count')}; {t2:.2f} s vs {t:.2f} s ({t2 / t:.1%} of (a))", flush=True)
 
 
-def bench_code() -> None:
+def bench_code(repeat: int) -> None:
     db = str(WORK / "code.duckdb")
     _warm_up(db)
     scorers = ["tone-scorer", "textual-difference-scorer"]
-    times = {}
-    for n in (200, 2000):
-        times[n] = _timed(f"(b) code-bound, {n} items x 2 scorers", data=_rows(n, f"code{n}"), scorers=scorers,
-                          db=db, cache_dir=str(WORK / f"code-cache-{n}"))
-    marginal = (times[2000] - times[200]) / (1800 * 2) * 1000
-    print(f"    marginal cost per item-scorer: {marginal:.3f} ms", flush=True)
+    times: dict[int, list[float]] = {200: [], 2000: []}
+    for r in range(repeat):
+        for n in (200, 2000):  # a fresh cache folder each time: every step computed
+            times[n].append(_timed(f"(b) code-bound, {n} items x 2 scorers", data=_rows(n, f"code{n}"),
+                                   scorers=scorers, db=db, cache_dir=str(WORK / f"code-cache-{n}-{r}")))
+    t200, t2000 = statistics.median(times[200]), statistics.median(times[2000])
+    marginal = (t2000 - t200) / (1800 * 2) * 1000
+    print(f"    medians of {repeat}: t200 {t200:.2f} s, t2000 {t2000:.2f} s; marginal cost per item-scorer: "
+          f"{marginal:.3f} ms", flush=True)
 
 
 def main() -> None:
@@ -133,10 +137,11 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=200)
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=3, help="(b): runs of each size; medians are used")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, load average {os.getloadavg()}, work folder {WORK}", flush=True)
     if args.which in ("b", "all"):
-        bench_code()
+        bench_code(args.repeat)
     if args.which in ("a", "c", "all"):
         bench_judge(args.items, args.latency, args.concurrency, cached_rerun=args.which != "a")
     print(f"load average after: {os.getloadavg()}", flush=True)
