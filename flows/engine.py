@@ -105,9 +105,10 @@ class _Writer:
             batch = [await self.queue.get()]
             while len(batch) < _WRITE_BATCH and not self.queue.empty():
                 batch.append(self.queue.get_nowait())
-            done = batch[-1] is None or None in batch
-            items = [v for entry in batch if entry is not None for k, v in [entry] if k == "items"]
-            scores = [v for entry in batch if entry is not None for k, v in [entry] if k == "scores"]
+            done = None in batch
+            entries = [entry for entry in batch if entry is not None]
+            items = [value for kind, value in entries if kind == "items"]
+            scores = [value for kind, value in entries if kind == "scores"]
             if items or scores:
                 await asyncio.to_thread(self.store.write_batch, self.run_id, items=items, scores=scores)
 
