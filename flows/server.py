@@ -12,12 +12,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 from pydantic import BaseModel, Field, ValidationError
+
+if TYPE_CHECKING:
+    from prefect.client.orchestration import SyncPrefectClient
 
 __all__ = ("ServeOptions", "ServeState", "ServeError", "serve", "stop", "WORK_POOL", "DEFAULT_PORT")
 
@@ -134,15 +139,27 @@ def ui_api_url(base_url: str) -> str | None:
 # --- work pool, deployments, worker -----------------------------------------------------------------------
 
 
+@contextmanager
+def _client(api_url: str) -> Iterator[SyncPrefectClient]:
+    """Prefect's own client (it sends PREFECT_API_AUTH_STRING), with API errors turned into ServeError."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    try:
+        with temporary_settings({PREFECT_API_URL: api_url}), get_client(sync_client=True) as client:
+            yield client
+    except httpx.HTTPStatusError as exc:
+        hint = " (basic auth: set PREFECT_API_AUTH_STRING)" if exc.response.status_code == 401 else ""
+        raise ServeError(f"the Prefect API at {api_url} refused {exc.request.url.path}: {exc}{hint}") from exc
+
+
 def ensure_work_pool(api_url: str, name: str = WORK_POOL) -> bool:
     """Create the process work pool unless it exists; True when it was created."""
-    from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import WorkPoolCreate
     from prefect.exceptions import ObjectNotFound
-    from prefect.settings import PREFECT_API_URL, temporary_settings
     from prefect.workers.process import ProcessWorker
 
-    with temporary_settings({PREFECT_API_URL: api_url}), get_client(sync_client=True) as client:
+    with _client(api_url) as client:
         try:
             client.read_work_pool(name)
             return False
@@ -150,6 +167,23 @@ def ensure_work_pool(api_url: str, name: str = WORK_POOL) -> bool:
             template = ProcessWorker.get_default_base_job_template()
             client.create_work_pool(WorkPoolCreate(name=name, type="process", base_job_template=template))
             return True
+
+
+def wait_worker_online(
+    api_url: str, process: subprocess.Popen[bytes], log: Path, since: datetime, pool: str = WORK_POOL,
+    timeout: float = 120.0,
+) -> None:
+    """Wait for a heartbeat from a worker of `pool` newer than `since`; fail with the log if ours exits."""
+    deadline = time.monotonic() + timeout
+    with _client(api_url) as client:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise ServeError(f"the worker exited with code {process.returncode}{log_tail(log)}")
+            beats = [w.last_heartbeat_time for w in client.read_workers_for_work_pool(pool)]
+            if any(beat is not None and beat >= since for beat in beats):
+                return
+            time.sleep(0.5)
+    raise ServeError(f"the worker did not report to {api_url} within {timeout:.0f} s{log_tail(log)}")
 
 
 def deploy_all(
@@ -333,7 +367,7 @@ def _ensure_server(
     wait_healthy(api_url, options.health_timeout, process, log)
     say(f"Prefect server healthy after {time.monotonic() - started:.1f} s (pid {process.pid}).")
     announced = ui_api_url(ui_url_for(api_url))
-    if announced != api_url:
+    if announced != api_url and not os.environ.get("PREFECT_UI_API_URL"):
         say(f"warning: the UI will call {announced}, not {api_url}; set PREFECT_UI_API_URL={api_url}")
     return api_url, process.pid
 
@@ -365,10 +399,13 @@ def serve(options: ServeOptions, say: Callable[[str], None] = print) -> ServeSta
     deployed = [line.split("'")[1] for line in output.splitlines() if "Deployment '" in line]
     say(f"Deployed {', '.join(deployed) or 'prefect.yaml'} (log: {deploy_log}).")
     worker_log = options.state_dir / "worker.log"
+    # Two seconds of slack for the clock of a remote server.
+    since = datetime.now(UTC) - timedelta(seconds=2)
     worker = start_worker(api_url, options.project_dir, worker_log, {**options.extra_env, **worker_env(options)})
     state = _state(options, api_url, server_pid, worker.pid)
     write_state(options.state_dir, state)
-    say(f"Worker started on pool '{WORK_POOL}' (pid {worker.pid}, log: {worker_log}); results go to {options.db_path}.")
+    wait_worker_online(api_url, worker, worker_log, since)
+    say(f"Worker online on pool '{WORK_POOL}' (pid {worker.pid}, log: {worker_log}); results go to {options.db_path}.")
     say(f"Prefect UI: {state.ui_url}")
     return state
 

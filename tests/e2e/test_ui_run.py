@@ -75,10 +75,13 @@ def test_quick_run_from_the_deployment_page_completes(browser_page: object, stac
     page.wait_for_url(re.compile(r".*/runs/flow-run/[0-9a-f-]{36}.*"), timeout=30_000)
     flow_run_id = re.search(r"/runs/flow-run/([0-9a-f-]{36})", page.url).group(1)  # type: ignore[union-attr]
     assert flow_run_id not in before
-    # The URL changes before the page does, and the deployment page's run list has Completed badges of
-    # its own: wait for this run's name in the breadcrumb, then for its state badge.
+    # The URL changes before the page does, and the deployment page's run list has Completed badges (and
+    # breadcrumbs) of its own: wait for the run page's "Runs > <run name>" breadcrumb, then for the badge.
     run_name = stack.api.get(f"/flow_runs/{flow_run_id}")["name"]
-    expect(page.get_by_role("navigation", name="breadcrumb")).to_contain_text(run_name, timeout=30_000)
+    header = page.get_by_role("navigation", name="breadcrumb").filter(
+        has=page.get_by_role("link", name="Runs", exact=True)
+    )
+    expect(header).to_contain_text(run_name, timeout=30_000)
     state_badge = page.locator('span[data-slot="badge"]').filter(has_text=re.compile(r"^\s*Completed\s*$"))
     expect(state_badge.first).to_be_visible(timeout=120_000)
 
