@@ -145,6 +145,10 @@ def _retry_after(exc: BaseException) -> float | None:
         return None
 
 
+# What the OpenAI SDK says (wrapped by litellm as a 500) when it has no key to send.
+_MISSING_KEY_MARKERS = ("Missing credentials", "api_key client option must be set")
+
+
 def _classify(exc: BaseException, settings: JudgeSettings, label: str) -> Exception:
     """Map a litellm/openai/asyncio exception to JudgeTransientError or JudgeConfigError."""
     import litellm
@@ -156,6 +160,12 @@ def _classify(exc: BaseException, settings: JudgeSettings, label: str) -> Except
         return JudgeTransientError(f"{where} timed out after {settings.timeout}s ({detail})")
     if isinstance(exc, litellm.RateLimitError):
         return JudgeTransientError(f"{where} was rate limited (429): {detail}", retry_after=_retry_after(exc))
+    if any(marker in str(exc) for marker in _MISSING_KEY_MARKERS):
+        # The OpenAI SDK refuses before sending anything; litellm reports it as a 500, which would be retried.
+        return JudgeConfigError(
+            f"{where} has no API key; not retried: set the provider's key (e.g. OPENAI_API_KEY; any value for a "
+            f"local OpenAI-compatible server that needs none) ({detail})"
+        )
     transient = (
         litellm.APIConnectionError,
         litellm.InternalServerError,

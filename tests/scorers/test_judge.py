@@ -62,6 +62,15 @@ class TestClassification:
             ask(server)
         assert server.request_count == 1  # neither litellm nor the SDK retried on their own
 
+    def test_missing_api_key_is_a_config_error_sent_nowhere(
+        self, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        keyless = JudgeSettings.resolve("openai/fake-judge", api_base=server.base_url)
+        with pytest.raises(JudgeConfigError, match="no API key.*OPENAI_API_KEY"):
+            asyncio.run(ask_judge(keyless, label="s.x", system="s", prompt="p"))
+        assert server.request_count == 0
+
     def test_connection_refused_is_transient(self) -> None:
         with FakeOpenAIServer() as gone:
             base = gone.base_url
