@@ -8,7 +8,7 @@ import asyncio
 import inspect
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,7 @@ from scorers import Scorer, ScorerInput, StepOutput
 from flows.datasets import DatasetItem
 from flows.progress import ProgressSink
 from flows.registry import Skipped
-from flows.store import ScoreRow, Store
+from flows.store import ResultWriter, ScoreRow, Store
 from flows.targets import Target
 from flows.tasks import (
     Job,
@@ -33,10 +33,13 @@ from flows.tasks import (
     target_task,
 )
 
-__all__ = ("RunPlan", "ItemResult", "FailFast", "execute")
+__all__ = ("RunPlan", "ItemResult", "FailFast", "StoreWriteError", "execute")
 
 logger = logging.getLogger("evalduck.engine")
-_WRITE_BATCH = 2000
+
+
+class StoreWriteError(RuntimeError):
+    """The store refused the run's results (e.g. the file stayed locked); what was written stays."""
 
 
 class FailFast(RuntimeError):
@@ -86,36 +89,6 @@ class _ItemState:
     rows: dict[str, ScoreRow] = field(default_factory=dict)
 
 
-class _Writer:
-    """The run's one writer: batches whatever has finished and upserts it from a worker thread."""
-
-    def __init__(self, store: Store, run_id: str) -> None:
-        self.store, self.run_id = store, run_id
-        self.queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
-
-    def put_score(self, row: ScoreRow) -> None:
-        self.queue.put_nowait(("scores", row))
-
-    def put_item(self, record: dict[str, Any]) -> None:
-        self.queue.put_nowait(("items", record))
-
-    async def run(self) -> None:
-        done = False
-        while not done:
-            batch = [await self.queue.get()]
-            while len(batch) < _WRITE_BATCH and not self.queue.empty():
-                batch.append(self.queue.get_nowait())
-            done = None in batch
-            entries = [entry for entry in batch if entry is not None]
-            items = [value for kind, value in entries if kind == "items"]
-            scores = [value for kind, value in entries if kind == "scores"]
-            if items or scores:
-                await asyncio.to_thread(self.store.write_batch, self.run_id, items=items, scores=scores)
-
-    def close(self) -> None:
-        self.queue.put_nowait(None)
-
-
 def _score_row(run_id: str, scorer: Scorer, item_id: str, **fields: Any) -> ScoreRow:
     return ScoreRow(run_id=run_id, item_id=item_id, scorer_id=scorer.id, scorer_version=scorer.version, **fields)
 
@@ -136,7 +109,7 @@ def _usage_fields(outputs: dict[str, StepOutput], spent: list[dict[str, Any]]) -
 class _Run:
     def __init__(self, plan: RunPlan) -> None:
         self.plan = plan
-        self.writer = _Writer(plan.store, plan.run_id)
+        self.writer = ResultWriter(plan.store, plan.run_id)
         self.sem = asyncio.Semaphore(plan.concurrency)
         self.limiter = RateLimiter(plan.judge_rpm)
         self.step_tasks: dict[str, Task[..., Any]] = {}
@@ -157,8 +130,19 @@ class _Run:
 
     # ---- bookkeeping ---------------------------------------------------------------------------
 
+    def _write(self, items: Sequence[dict[str, Any]] = (), scores: Sequence[ScoreRow] = ()) -> None:
+        """Queue rows for the store (returns at once); a failed earlier write surfaces here."""
+        try:
+            self.writer.add(items=items, scores=scores)
+        except Exception as exc:
+            raise self._write_failed(exc) from exc
+
+    def _write_failed(self, exc: Exception) -> StoreWriteError:
+        return StoreWriteError(f"run {self.plan.run_id}: writing results to {self.plan.store.path} failed "
+                               f"(what was written before stays): {type(exc).__name__}: {exc}")
+
     def _finish_cell(self, state: _ItemState, row: ScoreRow) -> None:
-        self.writer.put_score(row)
+        self._write(scores=[row])
         state.rows[row.scorer_id] = row
         if row.status == "error" and self.plan.fail_fast:
             raise FailFast(f"item {row.item_id!r}, scorer {row.scorer_id!r}: {row.error}")
@@ -211,7 +195,7 @@ class _Run:
             self._error_all(state, self.plan.scorers, message)
             return False
         state.output = (await run_state.aresult())["output"]
-        self.writer.put_item({**item.store_record(), "output": state.output})
+        self._write(items=[{**item.store_record(), "output": state.output}])
         return True
 
     def _scorer_input(self, state: _ItemState) -> ScorerInput:
@@ -346,12 +330,6 @@ class _Run:
 
     async def run(self) -> None:
         plan = self.plan
-        for sk in plan.skipped:
-            for item in plan.items:
-                if plan.wanted(item.item_id, sk.scorer_id):
-                    self.writer.put_score(ScoreRow(run_id=plan.run_id, item_id=item.item_id, scorer_id=sk.scorer_id,
-                                                   scorer_version=sk.version or "-", status="skipped",
-                                                   reason=sk.reason))
         for item in plan.items:
             cells = sum(1 for s in plan.scorers if plan.wanted(item.item_id, s.id))
             if cells:
@@ -360,9 +338,13 @@ class _Run:
         self.total = len(self.states)
         if plan.sink is not None:
             plan.sink.start(self.total)
-        writer = asyncio.create_task(self.writer.run())
         ready: asyncio.Queue[_ItemState | None] = asyncio.Queue()
         try:
+            self._write(scores=[
+                ScoreRow(run_id=plan.run_id, item_id=item.item_id, scorer_id=sk.scorer_id,
+                         scorer_version=sk.version or "-", status="skipped", reason=sk.reason)
+                for sk in plan.skipped for item in plan.items if plan.wanted(item.item_id, sk.scorer_id)
+            ])
             async with asyncio.TaskGroup() as group:
                 chunker = group.create_task(self._chunker(ready)) if self.code_scorers else None
                 if not plan.target.calls:
@@ -375,13 +357,17 @@ class _Run:
                 ready.put_nowait(None)
                 if chunker is not None:
                     await chunker
-        except* FailFast as group_exc:
-            raise group_exc.exceptions[0] from None
+        except* (FailFast, StoreWriteError) as group_exc:
+            first = group_exc.exceptions[0]
+            raise first from first.__cause__
         finally:
-            self.writer.close()
-            await writer
-            if plan.sink is not None:
-                plan.sink.finish()
+            try:  # the final flush, off the loop; rows of a failed write stay queued and it raises
+                await asyncio.to_thread(self.writer.close)
+            except Exception as exc:
+                raise self._write_failed(exc) from exc
+            finally:
+                if plan.sink is not None:
+                    plan.sink.finish()
 
 
 async def execute(plan: RunPlan) -> None:
