@@ -8,14 +8,14 @@ import asyncio
 import inspect
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from prefect import Task
 from prefect.states import aget_state_exception
 from pydantic import BaseModel
-from scorers import Scorer, ScorerInput, StepOutput
+from scorers import Scorer, ScorerInput, Step, StepContext, StepOutput
 
 from flows.datasets import DatasetItem
 from flows.progress import ProgressSink
@@ -89,6 +89,46 @@ class _ItemState:
     rows: dict[str, ScoreRow] = field(default_factory=dict)
 
 
+def _span(wheres: list[str]) -> str:
+    """How a chunk task run names its items: ``7 items: data.jsonl line 3 .. data.jsonl line 40``."""
+    return f"{len(wheres)} items: {wheres[0]} .. {wheres[-1]}" if len(wheres) > 1 else wheres[0]
+
+
+class _CodeStepBatcher:
+    """A judge scorer's code step (e.g. ``generate_score``) as micro-batches: items whose earlier steps
+    have finished queue up, one chunk task runs over whatever has queued, and items arriving meanwhile
+    gather for the next one (group commit). The UI shows the step as a task, and a step that takes
+    microseconds does not pay a task run (~15 ms) per item."""
+
+    def __init__(self, run_chunk: Callable[[list[StepContext], list[str]], Awaitable[list[dict[str, Any]]]]) -> None:
+        self.run_chunk = run_chunk
+        self.queue: list[tuple[StepContext, str, asyncio.Future[dict[str, Any]]]] = []
+        self.worker: asyncio.Task[None] | None = None
+
+    async def run(self, ctx: StepContext, where: str) -> dict[str, Any]:
+        """This item's ``{"result": ...}`` or ``{"error": "..."}``."""
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.queue.append((ctx, where, future))
+        if self.worker is None:
+            self.worker = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        batch: list[tuple[StepContext, str, asyncio.Future[dict[str, Any]]]] = []
+        try:
+            while self.queue:
+                batch, self.queue = self.queue, []
+                outs = await self.run_chunk([c for c, _, _ in batch], [w for _, w, _ in batch])
+                for (_, _, future), out in zip(batch, outs):
+                    if not future.done():
+                        future.set_result(out)
+        finally:
+            self.worker = None
+            for _, _, future in batch:  # cancelled mid-chunk: nobody may wait forever
+                if not future.done():
+                    future.cancel()
+
+
 def _score_row(run_id: str, scorer: Scorer, item_id: str, **fields: Any) -> ScoreRow:
     return ScoreRow(run_id=run_id, item_id=item_id, scorer_id=scorer.id, scorer_version=scorer.version, **fields)
 
@@ -114,13 +154,17 @@ class _Run:
         self.limiter = RateLimiter(plan.judge_rpm)
         self.step_tasks: dict[str, Task[..., Any]] = {}
         self.chunk_tasks: dict[str, Task[..., Any]] = {}
+        self.batchers: dict[str, _CodeStepBatcher] = {}
         for scorer in plan.scorers:
             chunked = not any(s.is_judge for s in scorer.steps)
             for step in scorer.steps:
-                if chunked:
-                    self.chunk_tasks[step.label] = code_chunk_task(step, plan.opts)
-                elif step.is_judge:  # a judge scorer's code steps (generate_score) run inline: microseconds
+                if step.is_judge:
                     self.step_tasks[step.label] = judge_step_task(step, plan.opts)
+                    continue
+                self.chunk_tasks[step.label] = code_chunk_task(step, plan.opts)
+                if not chunked:  # a judge scorer's code step (generate_score): micro-batches of items
+                    self.batchers[step.label] = _CodeStepBatcher(
+                        lambda ctxs, wheres, step=step: self._run_chunk(step, ctxs, _span(wheres)))
         self.target_task = target_task(plan.target.label, plan.opts) if plan.target.calls else None
         self.judge_scorers = [s for s in plan.scorers if any(st.is_judge for st in s.steps)]
         self.code_scorers = [s for s in plan.scorers if s not in self.judge_scorers]
@@ -212,9 +256,13 @@ class _Run:
             try:
                 ctx = scorer.context_for(step.name, run, {k: v.result for k, v in outputs.items()}, score)
                 if not step.is_judge:
-                    outputs[step.name] = await step.arun(ctx)
+                    out = await self.batchers[step.label].run(ctx, state.item.where)
+                    if "error" in out:
+                        return _score_row(self.plan.run_id, scorer, item_id, status="error", error=out["error"],
+                                          **_usage_fields(outputs, spent))
+                    outputs[step.name] = StepOutput(result=out["result"])
                     if step.name == "generate_score":
-                        score = float(outputs[step.name].result)
+                        score = float(out["result"])
                     continue
                 key = step.cache_key(ctx)
             except Exception as exc:  # noqa: BLE001 - the cell's error
@@ -258,9 +306,24 @@ class _Run:
 
     # ---- code-only scorers over chunks ---------------------------------------------------------
 
+    async def _run_chunk(self, step: Step, ctxs: list[StepContext], span: str) -> list[dict[str, Any]]:
+        """One chunk task of a code step: per item ``{"result": ...}`` or ``{"error": "..."}``; a chunk that
+        fails as a whole errors each of its items, and the run goes on."""
+        try:
+            keys = [step.cache_key(c) for c in ctxs]
+            job = Job(lambda: run_code_step(step, ctxs))
+            run_state = await self.chunk_tasks[step.label](chunk_key(keys), span, job, return_state=True)
+            if not run_state.is_completed():
+                raise await aget_state_exception(run_state)
+            outs: list[dict[str, Any]] = json.loads(await run_state.aresult())
+            if len(outs) != len(ctxs):
+                raise ValueError(f"{len(outs)} results for {len(ctxs)} items")
+            return outs
+        except Exception as exc:  # noqa: BLE001 - the chunk's items get the error
+            return [{"error": f"{step.label}: {type(exc).__name__}: {exc}"}] * len(ctxs)
+
     async def _chunk(self, states: list[_ItemState]) -> None:
-        first, last = states[0].item.where, states[-1].item.where
-        span = f"{len(states)} items: {first} .. {last}" if len(states) > 1 else first
+        span = _span([s.item.where for s in states])
         for scorer in self.code_scorers:
             todo = [s for s in states if self.plan.wanted(s.item.item_id, scorer.id)]
             if not todo:
@@ -280,17 +343,7 @@ class _Run:
                     break
                 ctxs = [scorer.context_for(step.name, runs[s.item.item_id], results[s.item.item_id],
                                            score.get(s.item.item_id)) for s in live]
-                keys = [step.cache_key(c) for c in ctxs]
-                job = Job(lambda step=step, ctxs=ctxs: run_code_step(step, ctxs))
-                run_state = await self.chunk_tasks[step.label](chunk_key(keys), span, job, return_state=True)
-                try:
-                    if not run_state.is_completed():
-                        raise await aget_state_exception(run_state)
-                    outs: list[dict[str, Any]] = json.loads(await run_state.aresult())
-                    if len(outs) != len(live):
-                        raise ValueError(f"{len(outs)} results for {len(live)} items")
-                except Exception as exc:  # noqa: BLE001 - the chunk's items get the error, the run goes on
-                    outs = [{"error": f"{step.label}: {type(exc).__name__}: {exc}"}] * len(live)
+                outs = await self._run_chunk(step, ctxs, span)
                 for s, out in zip(live, outs):
                     iid = s.item.item_id
                     if "error" in out:
