@@ -8,6 +8,8 @@ its own retries and the OpenAI SDK's are switched off: every request a server se
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import json
 import os
 import re
@@ -28,7 +30,7 @@ from scorers._errors import (
 )
 from scorers._result import JudgeUsage
 
-__all__ = ("JUDGE_MODEL_ENV", "JudgeSettings", "ask_judge", "complete", "redact")
+__all__ = ("JUDGE_MODEL_ENV", "JudgeSettings", "ask_judge", "complete", "output_schema", "redact")
 
 JUDGE_MODEL_ENV = "EVALDUCK_JUDGE_MODEL"
 RETRY_AFTER_CAP_S = 60.0
@@ -177,6 +179,28 @@ def _classify(exc: BaseException, settings: JudgeSettings, label: str) -> Except
     return JudgeConfigError(f"{where} refused the request (status {status}); not retried: {detail}")
 
 
+@functools.lru_cache(maxsize=256)
+def output_schema(output_model: type[BaseModel]) -> dict[str, Any]:
+    """The output model's JSON schema, built once per model (pydantic rebuilds it on every call, and every
+    judge request and cache key needs it). Read-only: copy before handing it to code that may change it."""
+    return output_model.model_json_schema()
+
+
+def _response_cost(response: Any) -> float | None:
+    """The request's cost: litellm has already priced the response into its hidden params (with the same
+    ``completion_cost``); pricing it again only where it has not. None when the model's price is unknown."""
+    hidden = getattr(response, "_hidden_params", None)
+    if isinstance(hidden, Mapping) and "response_cost" in hidden:  # None: litellm found no price for it
+        cost = hidden["response_cost"]
+        return float(cost) if cost is not None else None
+    import litellm
+
+    try:
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # noqa: BLE001 - unknown price: cost stays unknown
+        return None
+
+
 def _parse(content: str | None, output_model: type[BaseModel] | None, check: Callable[[Any], None] | None) -> Any:
     """The validated answer as JSON data; ValueError says what was wrong."""
     if content is None or not content.strip():
@@ -228,15 +252,11 @@ async def _one_request(settings: JudgeSettings, messages: list[dict[str, str]], 
         raise _classify(exc, settings, label) from None
     latency = time.perf_counter() - started
     usage = getattr(response, "usage", None)
-    try:
-        cost: float | None = float(litellm.completion_cost(completion_response=response))
-    except Exception:  # noqa: BLE001 - unknown price: cost stays unknown
-        cost = None
     record = JudgeUsage(
         model=settings.model,
         prompt_tokens=getattr(usage, "prompt_tokens", None),
         completion_tokens=getattr(usage, "completion_tokens", None),
-        cost=cost,
+        cost=_response_cost(response),
         latency_s=round(latency, 6),
         repair=repair,
     )
@@ -269,7 +289,7 @@ async def ask_judge(
     if output_model is not None:
         response_format = {
             "type": "json_schema",
-            "json_schema": {"name": output_model.__name__, "schema": output_model.model_json_schema()},
+            "json_schema": {"name": output_model.__name__, "schema": copy.deepcopy(output_schema(output_model))},
         }
     content, usage = await _one_request(settings, messages, response_format, label, repair=False)
     try:

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from scorers._cache_key import canonical_json, hash_components
 from scorers._context import STEP_ORDER, StepContext
 from scorers._errors import ConfigError, StepResultError
-from scorers._judge import JudgeSettings, ask_judge
+from scorers._judge import JudgeSettings, ask_judge, output_schema
 from scorers._result import StepOutput
 
 __all__ = ("JudgePrompt", "Step", "StepFunction")
@@ -151,7 +151,7 @@ class Step:
             components["judge"] = {
                 **self.judge.key_fields(),
                 "instructions": self.instructions,
-                "output_schema": model.model_json_schema() if model is not None else None,
+                "output_schema": output_schema(model) if model is not None else None,
             }
         return components
 
