@@ -32,7 +32,10 @@ from typing import Any
 
 from scorers._messages import split_sentences
 
-__all__ = ("FakeOpenAIServer", "Reply", "default_responder", "request_step", "split_sentences")
+__all__ = ("CANARY_KEY", "FakeOpenAIServer", "Reply", "default_responder", "request_step", "split_sentences")
+
+# A recognisable fake API key: tests send it and then check it never shows in a result, log or error.
+CANARY_KEY = "sk-evalduck-canary-0123456789abcdef"
 
 Request = dict[str, Any]
 VerdictFn = Callable[[str], str]

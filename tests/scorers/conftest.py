@@ -8,9 +8,7 @@ from typing import Any
 import pytest
 
 from scorers import _retry
-from scorers.testing.fake_openai import FakeOpenAIServer
-
-FAKE_KEY = "sk-evalduck-canary-0123456789abcdef"
+from scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY, FakeOpenAIServer
 
 
 @pytest.fixture

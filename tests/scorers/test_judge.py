@@ -17,9 +17,7 @@ from scorers import (
     create_answer_relevancy_scorer,
 )
 from scorers._judge import ask_judge, complete
-from scorers.testing.fake_openai import FakeOpenAIServer, Reply
-
-from conftest import FAKE_KEY
+from scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY, FakeOpenAIServer, Reply
 
 RUN = {"input": "Where is my parcel?", "output": "It ships tomorrow."}
 
