@@ -20,7 +20,7 @@ import duckdb
 
 from flows.store.errors import StoreLockedError
 
-__all__ = ("connect", "lock_timeout", "is_lock_error")
+__all__ = ("connect", "lock_timeout", "is_lock_error", "transaction")
 
 _DEFAULT_LOCK_TIMEOUT_S = 60.0
 # Write the on-disk format that DuckDB 1.5 can read too: the newest `duckdb` CLI on PyPI (duckdb-cli)
@@ -97,3 +97,15 @@ def connect(path: Path, *, read_only: bool = False, timeout: float | None = None
             yield con
         finally:
             con.close()
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One explicit transaction: committed when the block ends, rolled back when it raises."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")

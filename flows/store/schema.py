@@ -11,6 +11,7 @@ from importlib import resources
 
 import duckdb
 
+from flows.store.connection import transaction
 from flows.store.errors import SchemaVersionError, StoreError
 from flows.store.tdist import t_quantile_table
 
@@ -130,16 +131,10 @@ def migrate(con: duckdb.DuckDBPyConnection, path: str, evalduck_version: str | N
     if found >= target:
         if found == SCHEMA_VERSION and _stored_fingerprint(con) != macros_fingerprint():
             # Same schema, different stored SQL (a development build changed macros.sql): refresh it.
-            con.execute("BEGIN TRANSACTION")
-            try:
+            with transaction(con):
                 _refresh_macros(con)
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
         return found
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         for version in range(found + 1, target + 1):
             con.execute(MIGRATIONS[version])
             if version == 2:
@@ -153,8 +148,4 @@ def migrate(con: duckdb.DuckDBPyConnection, path: str, evalduck_version: str | N
             )
         if target == SCHEMA_VERSION:
             _refresh_macros(con)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return found

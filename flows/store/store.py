@@ -20,7 +20,7 @@ from typing import Any
 import duckdb
 from pydantic import BaseModel
 
-from flows.store.connection import connect
+from flows.store.connection import connect, transaction
 from flows.store.errors import StoreError, UnknownRunError
 from flows.store.ids import item_id as compute_item_id
 from flows.store.models import JSON_SCORE_COLUMNS, SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
@@ -100,8 +100,7 @@ class Store:
         started_at: datetime | None = None,
     ) -> None:
         """Record a new run as `running`; for an existing run (resume) mark it running again."""
-        with self._connect() as con:
-            con.execute("BEGIN TRANSACTION")
+        with self._connect() as con, transaction(con):
             exists = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()
             if exists and exists[0]:
                 con.execute(
@@ -118,7 +117,6 @@ class Store:
                         _json(dict(config or {})), flow_run_id, _evalduck_version(),
                     ],
                 )
-            con.execute("COMMIT")
 
     def finish_run(self, run_id: str, status: str) -> None:
         """Set the run's final status (`completed`, `failed` or `cancelled`) and finish time."""
@@ -158,11 +156,9 @@ class Store:
         score_rows = _score_tuples(run_id, scores)
         if not item_rows and not score_rows:
             return 0, 0
-        with self._connect() as con:
-            con.execute("BEGIN TRANSACTION")
+        with self._connect() as con, transaction(con):
             _upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
             _upsert(con, "scores", SCORE_COLUMNS, ("item_id", "scorer_id"), run_id, score_rows)
-            con.execute("COMMIT")
         return len(item_rows), len(score_rows)
 
     # ---- reads --------------------------------------------------------------------------------
