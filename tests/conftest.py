@@ -17,3 +17,10 @@ os.environ["PREFECT_LOGGING_TO_API_ENABLED"] = "false"
 os.environ.pop("PREFECT_API_URL", None)
 os.environ.pop("EVALDUCK_JUDGE_MODEL", None)
 os.environ.pop("EVALDUCK_DB", None)
+
+
+def pytest_collection_modifyitems(items: list) -> None:  # type: ignore[type-arg]
+    """Run the end-to-end tests last. One of them runs a flow in this process against the e2e server, and
+    Prefect's process-wide events worker stays bound to that server afterwards, so task runs of later
+    in-process flows (against the test harness) would never be recorded."""
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
