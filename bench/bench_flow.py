@@ -15,14 +15,17 @@ Usage: .venv/bin/python bench/bench_flow.py [a|b|c|all] [--items 200] [--latency
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
+import re
 import statistics
 import sys
 import tempfile
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 WORK = Path(tempfile.mkdtemp(prefix="evalduck-bench-flow-"))
 os.environ.setdefault("PREFECT_HOME", str(Path(tempfile.gettempdir()) / "evalduck-bench-prefect-home"))
@@ -30,7 +33,7 @@ os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
 os.environ.setdefault("OPENAI_API_KEY", "sk-fake-bench")
 
 from flows import run_evals  # noqa: E402
-from scorers.testing.fake_openai import FakeOpenAIServer  # noqa: E402
+from scorers.testing.fake_openai import FakeOpenAIServer, default_responder  # noqa: E402
 
 
 def _rows(n: int, tag: str) -> list[dict[str, str]]:
@@ -46,8 +49,15 @@ def _rows(n: int, tag: str) -> list[dict[str, str]]:
 
 
 def _serve(latency: float, conn: Connection) -> None:
-    """Child process: the fake judge, answering "count"/"reset"/"stop" on the pipe."""
-    with FakeOpenAIServer(latency=latency) as server:
+    """Child process: the fake judge, answering "count"/"reset"/"arrivals"/"stop" on the pipe."""
+    arrivals: list[tuple[float, str]] = []  # (monotonic time, item tag) of each request, as it arrives
+
+    def responder(req: dict[str, object]) -> object:
+        match = re.search(r"account (\d+)", json.dumps(req.get("messages")))
+        arrivals.append((time.monotonic(), match.group(1) if match else "?"))
+        return default_responder(req)
+
+    with FakeOpenAIServer(latency=latency, responder=responder) as server:
         conn.send(server.base_url)
         while True:
             command = conn.recv()
@@ -55,7 +65,10 @@ def _serve(latency: float, conn: Connection) -> None:
                 conn.send(server.request_count)
             elif command == "reset":
                 server.reset()
+                arrivals.clear()
                 conn.send(None)
+            elif command == "arrivals":
+                conn.send(list(arrivals))
             else:
                 return
 
@@ -70,9 +83,21 @@ class _JudgeProcess:
         self._proc.start()
         self.base_url: str = self._conn.recv()
 
-    def ask(self, command: str) -> int:
+    def ask(self, command: str) -> Any:
         self._conn.send(command)
         return self._conn.recv() or 0
+
+    def step_overhead(self, latency: float) -> str:
+        """Between one judge answer of an item and its next request: the flow's own time per step."""
+        by_item: dict[str, list[float]] = {}
+        for at, tag in self.ask("arrivals") or []:
+            by_item.setdefault(tag, []).append(at)
+        gaps = sorted(b - a - latency for times in by_item.values() for a, b in zip(times, times[1:]))
+        if not gaps:
+            return "no consecutive requests"
+        pick = lambda q: gaps[min(len(gaps) - 1, int(q * len(gaps)))]  # noqa: E731
+        return (f"per-step overhead (next request - previous answer) over {len(gaps)} steps: median "
+                f"{pick(0.5) * 1000:.0f} ms, p90 {pick(0.9) * 1000:.0f} ms, max {gaps[-1] * 1000:.0f} ms")
 
     def __enter__(self) -> "_JudgeProcess":
         return self
@@ -82,9 +107,14 @@ class _JudgeProcess:
         self._proc.join(timeout=10)
 
 
+LAST_RUN: dict[str, float] = {}
+
+
 def _timed(label: str, **kwargs: object) -> float:
     started = time.perf_counter()
+    LAST_RUN["start"] = time.monotonic()
     result = run_evals(**kwargs)  # type: ignore[arg-type]
+    LAST_RUN["end"] = time.monotonic()
     elapsed = time.perf_counter() - started
     counts = {k: (v["scored"], v["errored"]) for k, v in result.summary["scorers"].items()}
     print(f"{label}: {elapsed:.2f} s  (scored, errored) per scorer: {counts}", flush=True)
@@ -110,6 +140,13 @@ def bench_judge(items: int, latency: float, concurrency: int, cached_rerun: bool
         requests = judge.ask("count")
         ideal = requests * latency / concurrency
         print(f"    requests {requests}; ideal {ideal:.2f} s; ratio {t / ideal:.3f}x", flush=True)
+        print(f"    {judge.step_overhead(latency)}", flush=True)
+        arrivals = sorted(at for at, _ in judge.ask("arrivals") or [])
+        if arrivals:
+            print(f"    first request {arrivals[0] - LAST_RUN['start']:.2f} s after the call; the call returned "
+                  f"{LAST_RUN['end'] - arrivals[-1] - latency:.2f} s after the last answer", flush=True)
+        if os.environ.get("BENCH_ARRIVALS"):
+            Path(os.environ["BENCH_ARRIVALS"]).write_text(json.dumps(judge.ask("arrivals")))
         if cached_rerun:
             judge.ask("reset")
             t2 = _timed("(c) cached re-run of (a)", **kwargs)

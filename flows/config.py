@@ -75,3 +75,8 @@ class EvalConfig(BaseModel):
     fail_fast: bool = Field(default=False, description="Stop the run at the first item that ends in error.")
     chunk_size: int = Field(default=500, ge=1, description="Items per task for cheap code steps.")
     progress_every: int = Field(default=25, ge=1, description="Update the progress artifact every N items.")
+    judge_process: bool = Field(
+        default=True,
+        description="Judge and model requests in a child process (keeps litellm's CPU off the flow's loop); "
+        "off: in the flow's process, e.g. for litellm callbacks set in Python.",
+    )

@@ -17,6 +17,7 @@ from prefect.states import aget_state_exception
 from pydantic import BaseModel
 from scorers import Scorer, ScorerInput, Step, StepContext, StepOutput
 
+from flows.baton import Baton, Turn
 from flows.datasets import DatasetItem
 from flows.progress import ProgressSink
 from flows.registry import Skipped
@@ -152,6 +153,7 @@ class _Run:
         self.writer = ResultWriter(plan.store, plan.run_id)
         self.sem = asyncio.Semaphore(plan.concurrency)
         self.limiter = RateLimiter(plan.judge_rpm)
+        self.baton = Baton()
         self.step_tasks: dict[str, Task[..., Any]] = {}
         self.chunk_tasks: dict[str, Task[..., Any]] = {}
         self.batchers: dict[str, _CodeStepBatcher] = {}
@@ -231,8 +233,19 @@ class _Run:
             state.output = item.output
             return True
         assert self.target_task is not None
-        job = Job(lambda: target.acall(item))
+        turn = self.baton.turn()
+        try:
+            await turn.take()
+            return await self._target_turn(state, turn)
+        finally:
+            turn.give()
+
+    async def _target_turn(self, state: _ItemState, turn: Turn) -> bool:
+        item, target = state.item, self.plan.target
+        assert self.target_task is not None
+        job = Job(lambda: target.acall(item), turn=turn)
         run_state = await self.target_task(target.cache_key(item), item.item_id, job, return_state=True)
+        await turn.take()
         if not run_state.is_completed():
             exc = await aget_state_exception(run_state)
             message = f"target {target.label}: {type(exc).__name__}: {exc}"
@@ -248,6 +261,14 @@ class _Run:
                            request_context=item.request_context)
 
     async def _judge_scorer(self, scorer: Scorer, state: _ItemState, run: ScorerInput) -> ScoreRow:
+        turn = self.baton.turn()
+        try:
+            await turn.take()
+            return await self._judge_turn(scorer, state, run, turn)
+        finally:
+            turn.give()
+
+    async def _judge_turn(self, scorer: Scorer, state: _ItemState, run: ScorerInput, turn: Turn) -> ScoreRow:
         item_id = state.item.item_id
         outputs: dict[str, StepOutput] = {}
         spent: list[dict[str, Any]] = []
@@ -255,8 +276,10 @@ class _Run:
         for step in scorer.steps:
             try:
                 ctx = scorer.context_for(step.name, run, {k: v.result for k, v in outputs.items()}, score)
-                if not step.is_judge:
+                if not step.is_judge:  # the batch gathers while this chain waits without the baton
+                    turn.give()
                     out = await self.batchers[step.label].run(ctx, state.item.where)
+                    await turn.take()
                     if "error" in out:
                         return _score_row(self.plan.run_id, scorer, item_id, status="error", error=out["error"],
                                           **_usage_fields(outputs, spent))
@@ -268,8 +291,9 @@ class _Run:
             except Exception as exc:  # noqa: BLE001 - the cell's error
                 return _score_row(self.plan.run_id, scorer, item_id, status="error",
                                   error=f"{step.label}: {type(exc).__name__}: {exc}", **_usage_fields(outputs, spent))
-            job = Job(lambda step=step, ctx=ctx: step.arun(ctx), self.limiter)
+            job = Job(lambda step=step, ctx=ctx: step.arun(ctx), self.limiter, turn)
             run_state = await self.step_tasks[step.label](key, item_id, job, return_state=True)
+            await turn.take()
             if not run_state.is_completed():
                 exc = await aget_state_exception(run_state)
                 detail = str(exc) if str(exc).startswith(step.label) else f"{step.label}: {type(exc).__name__}: {exc}"

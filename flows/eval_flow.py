@@ -14,6 +14,7 @@ from flows.prefect_env import apply_defaults
 apply_defaults()
 
 import asyncio  # noqa: E402
+import contextlib  # noqa: E402
 import contextvars  # noqa: E402
 import inspect  # noqa: E402
 import os  # noqa: E402
@@ -44,6 +45,8 @@ from flows.registry import build_scorers  # noqa: E402
 from flows.store import Store, UnknownRunError, default_db_path  # noqa: E402
 from flows.targets import resolve_target  # noqa: E402
 from flows.tasks import TaskOptions  # noqa: E402
+from flows.judge_process import JudgeProcess, leased_judge_process  # noqa: E402
+from scorers._judge import judge_requests_via  # noqa: E402
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult")
 
@@ -118,6 +121,7 @@ def _execute(
     fail_fast: bool = False,
     chunk_size: int = 500,
     progress_every: int = 25,
+    judge_process: bool = True,
     config: Mapping[str, Any] | None = None,
 ) -> EvalResult:
     logger = get_run_logger()
@@ -172,17 +176,21 @@ def _execute(
         on_item_complete=on_item_complete, on_progress=progress.update, sink=sink,
     )
 
-    async def body() -> None:
+    calls_models = tgt.settings is not None or any(step.is_judge for s in built for step in s.steps)
+
+    async def body(judge: JudgeProcess | None) -> None:
         async with AsyncClientContext.get_or_create():
             await progress.start(f"items scored in run {run_id}")
             try:
-                await execute(plan)
+                with judge_requests_via(judge.request if judge is not None else None):
+                    await execute(plan)
             finally:
                 await progress.drain()
 
     status = "completed"
     try:
-        _run_coroutine(body())
+        with leased_judge_process() if judge_process and calls_models else contextlib.nullcontext() as judge:
+            _run_coroutine(body(judge))
     except BaseException:
         status = "failed"
         raise
@@ -271,6 +279,7 @@ def _run_evals(
     retries: int = 3,
     retry_backoff_s: float = 1.0,
     fail_fast: bool = False,
+    judge_process: bool = True,
 ) -> EvalResult:
     """Run scorers over a dataset and store every result in DuckDB.
 
@@ -295,13 +304,16 @@ def _run_evals(
         retries: retries of transient target/judge errors (429, 5xx, timeouts, invalid judge JSON).
         retry_backoff_s: first retry delay, doubled each retry, jittered; Retry-After is a floor.
         fail_fast: stop at the first cell that ends in error (default: record it and go on).
+        judge_process: send judge and model requests through a child process (default), which keeps
+            litellm's CPU work off the flow's event loop; False keeps them in this process, e.g. when you
+            configured litellm callbacks or globals in Python (the child sees environment variables only).
     """
     return _execute(
         data=data, scorers=scorers or list(DEFAULT_SCORERS), target=target, concurrency=concurrency,
         on_item_complete=on_item_complete, name=name, db=db, judge_model=judge_model,
         judge_api_base=judge_api_base, judge_rpm=judge_rpm, target_system_prompt=target_system_prompt,
-        target_api_base=target_api_base, cache_dir=cache_dir, refresh=refresh, resume=resume, retries=retries, retry_backoff_s=retry_backoff_s,
-        fail_fast=fail_fast,
+        target_api_base=target_api_base, cache_dir=cache_dir, refresh=refresh, resume=resume, retries=retries,
+        retry_backoff_s=retry_backoff_s, fail_fast=fail_fast, judge_process=judge_process,
     )
 
 
@@ -322,7 +334,8 @@ def run_eval_config(config: EvalConfig) -> EvalResult:
         target_api_base=config.target_api_base, judge_rpm=config.judge_rpm, cache_dir=config.cache_dir,
         refresh=config.refresh, resume=config.resume, retries=config.retries,
         retry_backoff_s=config.retry_backoff_s, fail_fast=config.fail_fast, chunk_size=config.chunk_size,
-        progress_every=config.progress_every, config=config.model_dump(mode="json"),
+        progress_every=config.progress_every, judge_process=config.judge_process,
+        config=config.model_dump(mode="json"),
     )
 
 

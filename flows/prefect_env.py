@@ -1,5 +1,6 @@
 """Environment defaults applied before prefect is first imported: no telemetry, a patient first start of
-Prefect's local (ephemeral) server, and no server-side shutdown tracebacks on the user's terminal.
+Prefect's local (ephemeral) server, no server-side shutdown tracebacks on the user's terminal, and
+batched task-run recording on servers started from here.
 
 Only defaults (``setdefault``): a user's explicit setting always wins.
 """
@@ -20,6 +21,12 @@ _DEFAULTS = {
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
     # The local server's services log CancelledError tracebacks when it is stopped at exit.
     "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
+    # Servers started from here (local mode's temporary one, `evalduck serve`) record task runs from their
+    # events in batches, not one SQLite transaction per event (Prefect's default batch is 1): measured, the
+    # server's CPU during a 600-task-run eval fell from ~80% to ~30% of a core, the core the flow shares.
+    # The UI shows a task run's state at most a second later.
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1",
 }
 
 

@@ -26,6 +26,8 @@ from prefect.states import State, aget_state_exception
 from prefect.tasks import exponential_backoff
 from scorers import JudgeConfigError, JudgeTransientError, Step, StepContext
 
+from flows.baton import Turn
+
 __all__ = (
     "StepCacheKey",
     "RateLimiter",
@@ -73,13 +75,20 @@ class RateLimiter:
 
 
 class Job:
-    """What a task works on, in a plain object: Prefect neither walks it for futures nor hashes it."""
+    """What a task works on, in a plain object: Prefect neither walks it for futures nor hashes it.
 
-    __slots__ = ("call", "limiter")
+    ``turn``: the calling chain's hold on the run's baton (``flows.baton``), handed on for the call's
+    network wait and taken back when it returns; a failed call leaves it given (the retry waits without
+    it), and the caller takes it back after the task run."""
 
-    def __init__(self, call: Callable[[], Awaitable[Any]], limiter: RateLimiter | None = None) -> None:
+    __slots__ = ("call", "limiter", "turn")
+
+    def __init__(
+        self, call: Callable[[], Awaitable[Any]], limiter: RateLimiter | None = None, turn: Turn | None = None
+    ) -> None:
         self.call = call
         self.limiter = limiter
+        self.turn = turn
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -100,6 +109,8 @@ async def _retry_transient(task: Task[..., Any], task_run: TaskRun, state: State
 
 
 async def _run_job(job: Job) -> Any:
+    if job.turn is not None:
+        job.turn.give()
     ctx = TaskRunContext.get()
     if ctx is not None:
         wait = _NOT_BEFORE.pop(ctx.task_run.id, 0.0) - time.monotonic()
@@ -107,7 +118,10 @@ async def _run_job(job: Job) -> Any:
             await asyncio.sleep(wait)
     if job.limiter is not None:
         await job.limiter.acquire()
-    return await job.call()
+    result = await job.call()
+    if job.turn is not None:
+        await job.turn.take()
+    return result
 
 
 @dataclass(frozen=True)

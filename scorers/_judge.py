@@ -8,13 +8,15 @@ its own retries and the OpenAI SDK's are switched off: every request a server se
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import copy
 import functools
 import json
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -30,7 +32,17 @@ from scorers._errors import (
 )
 from scorers._result import JudgeUsage
 
-__all__ = ("JUDGE_MODEL_ENV", "JudgeSettings", "ask_judge", "complete", "output_schema", "redact")
+__all__ = (
+    "JUDGE_MODEL_ENV",
+    "JudgeSettings",
+    "RequestFn",
+    "ask_judge",
+    "complete",
+    "judge_requests_via",
+    "output_schema",
+    "redact",
+    "request_here",
+)
 
 JUDGE_MODEL_ENV = "EVALDUCK_JUDGE_MODEL"
 RETRY_AFTER_CAP_S = 60.0
@@ -224,7 +236,34 @@ def _parse(content: str | None, output_model: type[BaseModel] | None, check: Cal
     return parsed.model_dump(mode="json")
 
 
+RequestFn = Callable[
+    [JudgeSettings, list[dict[str, str]], Any, str, bool], Awaitable[tuple[str | None, JudgeUsage]]
+]
+# Where judge requests go: None = litellm in this process (`request_here`). An orchestrator may send them
+# elsewhere for a while (the flows run them in a child process), with `judge_requests_via`.
+_REQUEST_VIA: contextvars.ContextVar[RequestFn | None] = contextvars.ContextVar("evalduck_judge_via", default=None)
+
+
+@contextlib.contextmanager
+def judge_requests_via(fn: RequestFn | None) -> Iterator[None]:
+    """Within the block (and tasks started from it), judge and model requests go through ``fn``, which
+    must behave as ``request_here`` (same answers, same error classes)."""
+    token = _REQUEST_VIA.set(fn)
+    try:
+        yield
+    finally:
+        _REQUEST_VIA.reset(token)
+
+
 async def _one_request(settings: JudgeSettings, messages: list[dict[str, str]], response_format: Any, label: str, repair: bool) -> tuple[str | None, JudgeUsage]:
+    via = _REQUEST_VIA.get()
+    if via is not None:
+        return await via(settings, messages, response_format, label, repair)
+    return await request_here(settings, messages, response_format, label, repair)
+
+
+async def request_here(settings: JudgeSettings, messages: list[dict[str, str]], response_format: Any, label: str, repair: bool) -> tuple[str | None, JudgeUsage]:
+    """One request through litellm in this process; failures classified (transient or config)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 

@@ -77,6 +77,14 @@ def run(
     ] = None,
     retries: Annotated[int, typer.Option(min=0, max=10, help="Retries of transient target/judge errors.")] = 3,
     fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Stop at the first cell that ends in error.")] = False,
+    judge_process: Annotated[
+        bool,
+        typer.Option(
+            "--judge-process/--in-process-judge",
+            help="Judge and model requests in a child process (default; keeps litellm's CPU off the flow's "
+            "event loop), or in this process.",
+        ),
+    ] = True,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's own log lines too.")] = False,
 ) -> None:
     """Score DATASET with the scorers, store every result in DuckDB, print the summary."""
@@ -102,7 +110,7 @@ def run(
             dataset=str(dataset), **chosen, target=target, target_system_prompt=system_prompt, judge_model=judge_model,
             judge_api_base=judge_api_base, judge_rpm=judge_rpm, concurrency=concurrency, name=name,
             db=str(db_path(ctx)), cache_dir=str(cache_dir) if cache_dir else None, refresh=no_cache, resume=resume,
-            retries=retries, fail_fast=fail_fast,
+            retries=retries, fail_fast=fail_fast, judge_process=judge_process,
         )
     except ValidationError as exc:
         err.print(f"[red]error:[/red] {exc}")

@@ -1,0 +1,238 @@
+"""A run's judge and model requests (litellm) in a child process, off the flow's event loop.
+
+Why: litellm costs ~10-15 ms of CPU per request (building it through the OpenAI SDK, parsing and pricing
+the answer, its logging payload), partly in executor threads that contend for the flow process's GIL. On
+the flow's one event loop that work queued between Prefect's per-task-run bookkeeping, and every judge
+step waited for it (docs/benchmarks.md). In a child process it runs on the other core; the flow's loop
+only pickles the request and the answer.
+
+The child calls exactly what the flow process would have called (``scorers._judge.request_here``: litellm
+with the same error classification), so answers, errors, retries and usage are the same. It sees the
+parent's environment as of each request (provider keys set or removed later included), but not
+Python-level litellm settings made in the parent (``litellm.success_callback``, ``litellm.api_key``...):
+``judge_process=False`` keeps requests in the flow's process for those.
+
+One child serves one run at a time; an idle child is kept for the next run of the same process (litellm's
+import takes seconds) and stopped at exit. A child that dies is replaced on the next request, and the
+requests it held fail as transient errors, so Prefect retries them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import itertools
+import multiprocessing
+import os
+import threading
+from collections.abc import Iterator
+from multiprocessing.connection import Connection
+from typing import Any
+
+from scorers import JudgeConfigError, JudgeTransientError
+from scorers._judge import JudgeSettings, JudgeUsage, request_here
+
+__all__ = ("JudgeProcess", "JudgeProcessError", "leased_judge_process")
+
+# Beyond the request's own timeout (the child enforces it): a child that never answers.
+_BACKSTOP_S = 30.0
+
+
+class JudgeProcessError(JudgeTransientError):
+    """The judge process died or did not answer; transient, so the step is retried (by a new child)."""
+
+
+def _error_reply(exc: BaseException) -> tuple[str, str, float | None]:
+    if isinstance(exc, JudgeConfigError):
+        return "config", str(exc), None
+    if isinstance(exc, JudgeTransientError):
+        return "transient", str(exc), exc.retry_after
+    return "other", f"{type(exc).__name__}: {exc}", None
+
+
+def _child(conn: Connection) -> None:
+    """The child: one coroutine per request, answers sent back as they finish."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm  # noqa: F401 - imported while the parent sets up its run, not during the first request
+
+    async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        closed = loop.create_future()
+        pending: set[asyncio.Task[None]] = set()
+
+        async def answer(req_id: int, args: tuple[Any, ...]) -> None:
+            try:
+                content, usage = await request_here(*args)
+                reply: tuple[Any, ...] = (req_id, "ok", content, usage.model_dump())
+            except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
+                reply = (req_id, "error", *_error_reply(exc))
+            conn.send(reply)
+
+        def readable() -> None:
+            while not closed.done() and conn.poll():
+                try:
+                    message = conn.recv()
+                except (EOFError, OSError):
+                    message = None
+                if message is None:  # the parent stopped us, or is gone
+                    closed.set_result(None)
+                elif message[0] == "env":
+                    os.environ.clear()
+                    os.environ.update(message[1])
+                else:
+                    task = loop.create_task(answer(*message[1:]))
+                    pending.add(task)
+                    task.add_done_callback(pending.discard)
+
+        loop.add_reader(conn.fileno(), readable)
+        await closed
+        loop.remove_reader(conn.fileno())
+        if pending:
+            await asyncio.wait(pending, timeout=5)
+
+    asyncio.run(serve())
+
+
+class JudgeProcess:
+    """One child and its pipe. ``request`` has the signature of ``scorers._judge.request_here``."""
+
+    def __init__(self) -> None:
+        self._conn: Connection | None = None
+        self._proc: multiprocessing.process.BaseProcess | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._futures: dict[int, asyncio.Future[Any]] = {}
+        self._ids = itertools.count()
+        self._env: dict[str, str] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    def start(self) -> "JudgeProcess":
+        parent, child = multiprocessing.Pipe()
+        self._proc = multiprocessing.get_context("spawn").Process(
+            target=_child, args=(child,), name="evalduck-judge", daemon=True
+        )
+        self._proc.start()
+        child.close()
+        self._conn = parent
+        self._env = dict(os.environ)  # what the child was started with
+        return self
+
+    def detach(self) -> None:
+        """Leave the event loop (the run is over); the child stays for the next run."""
+        if self._loop is not None and self._conn is not None and not self._loop.is_closed():
+            self._loop.remove_reader(self._conn.fileno())
+        self._loop = None
+        self._fail_all("the run ended")
+
+    def stop(self) -> None:
+        self.detach()
+        if self._conn is not None:
+            with contextlib.suppress(OSError):
+                self._conn.send(None)
+        if self._proc is not None:
+            self._proc.join(timeout=10)
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join()
+        if self._conn is not None:
+            self._conn.close()
+        self._conn = self._proc = None
+
+    def _ready(self) -> Connection:
+        """Attached to the running loop, with a live child (a dead one is replaced)."""
+        if not self.alive:
+            self.stop()
+            self.start()
+        assert self._conn is not None
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self.detach()
+            self._loop = loop
+            loop.add_reader(self._conn.fileno(), self._readable)
+        return self._conn
+
+    def _readable(self) -> None:
+        conn = self._conn
+        try:
+            while conn is not None and conn.poll():
+                req_id, status, *rest = conn.recv()
+                future = self._futures.pop(req_id, None)
+                if future is None or future.done():
+                    continue
+                if status == "ok":
+                    future.set_result((rest[0], JudgeUsage.model_validate(rest[1])))
+                    continue
+                kind, message, retry_after = rest
+                future.set_exception(
+                    JudgeConfigError(message) if kind == "config"
+                    else JudgeTransientError(message, retry_after=retry_after) if kind == "transient"
+                    else RuntimeError(message)
+                )
+        except (EOFError, OSError):  # the child is gone: its requests are retried by a new one
+            if self._loop is not None and conn is not None:
+                self._loop.remove_reader(conn.fileno())
+            self._loop = None
+            self._fail_all(f"the judge process exited (exit code {self._proc.exitcode if self._proc else '?'})")
+
+    def _fail_all(self, why: str) -> None:
+        futures, self._futures = self._futures, {}
+        for future in futures.values():
+            if not future.done():
+                future.set_exception(JudgeProcessError(f"{why} before answering"))
+
+    async def request(
+        self, settings: JudgeSettings, messages: list[dict[str, str]], response_format: Any, label: str, repair: bool
+    ) -> tuple[str | None, JudgeUsage]:
+        conn = self._ready()
+        req_id = next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._futures[req_id] = future
+        try:
+            env = dict(os.environ)
+            if env != self._env:
+                conn.send(("env", env))
+                self._env = env
+            conn.send(("request", req_id, (settings, messages, response_format, label, repair)))
+        except OSError as exc:
+            self._futures.pop(req_id, None)
+            raise JudgeProcessError(f"{label}: the judge process is gone ({exc})") from None
+        try:
+            return await asyncio.wait_for(future, settings.timeout + _BACKSTOP_S)
+        except asyncio.TimeoutError:
+            raise JudgeProcessError(
+                f"{label}: the judge process gave no answer within {settings.timeout + _BACKSTOP_S:.0f}s"
+            ) from None
+        finally:
+            self._futures.pop(req_id, None)
+
+
+_idle: list[JudgeProcess] = []
+_idle_lock = threading.Lock()
+
+
+def _stop_idle() -> None:
+    with _idle_lock:
+        while _idle:
+            _idle.pop().stop()
+
+
+atexit.register(_stop_idle)
+
+
+@contextlib.contextmanager
+def leased_judge_process() -> Iterator[JudgeProcess]:
+    """A child for one run: an idle one from an earlier run of this process, else a new one (started now,
+    so litellm's import overlaps the run's set-up). Returned for reuse when the run ends."""
+    with _idle_lock:
+        process = _idle.pop() if _idle else None
+    if process is None or not process.alive:
+        process = JudgeProcess().start()
+    try:
+        yield process
+    finally:
+        process.detach()
+        with _idle_lock:
+            _idle.append(process)

@@ -1,0 +1,108 @@
+"""Judge requests through the child process: the same answers, usage and error classes as in the flow's
+process (`scorers._judge.request_here`), the parent's environment as of each request, and a child that
+dies mid-request turns into a transient error and is replaced."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from flows import run_evals
+from flows.judge_process import JudgeProcess, JudgeProcessError, leased_judge_process
+from scorers import JudgeConfigError, JudgeTransientError
+from scorers._judge import JudgeSettings, request_here
+from scorers.testing.fake_openai import FakeOpenAIServer, Reply
+
+from flow_helpers import judge_scorer, rows
+
+MESSAGES = [{"role": "user", "content": "Say something."}]
+
+
+@pytest.fixture(scope="module")
+def child() -> Iterator[JudgeProcess]:
+    process = JudgeProcess().start()
+    yield process
+    process.stop()
+
+
+def _ask(process: JudgeProcess | None, server: FakeOpenAIServer, **settings: Any) -> Any:
+    args = (JudgeSettings(model="openai/fake-judge", api_base=server.base_url, timeout=5, **settings), MESSAGES,
+            None, "test.step", False)
+    fn = process.request if process is not None else request_here
+    return asyncio.run(fn(*args))
+
+
+def test_answer_and_usage_are_those_of_an_in_process_request(child: JudgeProcess, judge: FakeOpenAIServer) -> None:
+    judge.script(Reply.text("from the child"), Reply.text("from the child"))
+    via_child, usage_child = _ask(child, judge)
+    here, usage_here = _ask(None, judge)
+    assert via_child == here == "from the child"
+    drop = {"latency_s"}
+    assert usage_child.model_dump(exclude=drop) == usage_here.model_dump(exclude=drop)
+    assert usage_child.prompt_tokens and usage_child.completion_tokens
+    assert judge.request_count == 2
+
+
+def test_errors_keep_their_class_and_retry_after(child: JudgeProcess, judge: FakeOpenAIServer) -> None:
+    judge.script(Reply.rate_limit(retry_after=2.0))
+    with pytest.raises(JudgeTransientError, match="rate limited") as info:
+        _ask(child, judge)
+    assert info.value.retry_after == 2.0
+    judge.script(Reply.http_error(401, "Incorrect API key provided", "invalid_api_key"))
+    with pytest.raises(JudgeConfigError, match="not retried"):
+        _ask(child, judge)
+    assert judge.request_count == 2
+
+
+def test_the_child_sees_the_environment_as_of_each_request(
+    child: JudgeProcess, judge: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _ask(child, judge)  # the child has a key
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(JudgeConfigError, match="no API key"):
+        _ask(child, judge)
+    assert judge.request_count == 1  # nothing sent without a key, as in the flow's process
+
+
+def test_a_child_that_dies_mid_request_is_a_transient_error_and_is_replaced(judge: FakeOpenAIServer) -> None:
+    process = JudgeProcess().start()
+    try:
+        judge.script(Reply.hang(10.0))
+
+        async def killed_mid_request() -> None:
+            request = asyncio.ensure_future(process.request(
+                JudgeSettings(model="openai/fake-judge", api_base=judge.base_url, timeout=20), MESSAGES, None,
+                "test.step", False))
+            deadline = time.monotonic() + 60
+            while judge.request_count == 0 and time.monotonic() < deadline:  # the child's import, then send
+                await asyncio.sleep(0.05)
+            assert process._proc is not None and process._proc.pid is not None
+            os.kill(process._proc.pid, 9)
+            await request
+
+        with pytest.raises(JudgeProcessError, match="exited"):
+            asyncio.run(killed_mid_request())
+        answer, _ = _ask(process, judge)  # a new child answers
+        assert answer and process.alive
+    finally:
+        process.stop()
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_run_scores_the_same_with_and_without_the_child(
+    judge: FakeOpenAIServer, workdir: dict[str, str], tmp_path: Any
+) -> None:
+    data = rows(3)
+    via_child = run_evals(data, scorers=[judge_scorer(judge)], **workdir)
+    requests_via_child = judge.request_count
+    here = run_evals(data, scorers=[judge_scorer(judge)], db=workdir["db"], cache_dir=str(tmp_path / "c2"),
+                     judge_process=False)
+    assert via_child.scores == here.scores and via_child.scores["answer-relevancy-scorer"] == 1.0
+    assert requests_via_child == judge.request_count - requests_via_child == 9
+    with leased_judge_process() as kept:  # the run's child was kept for the next run of this process
+        assert kept.alive
