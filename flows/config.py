@@ -73,7 +73,7 @@ class EvalConfig(BaseModel):
     retries: int = Field(default=3, ge=0, le=10, description="Retries of transient target/judge errors.")
     retry_backoff_s: float = Field(default=1.0, ge=0, description="First retry delay; doubles each retry (jittered).")
     fail_fast: bool = Field(default=False, description="Stop the run at the first item that ends in error.")
-    chunk_size: int = Field(default=500, ge=1, description="Items per task for cheap code steps.")
+    chunk_size: int = Field(default=2000, ge=1, description="Items per task for cheap code steps.")
     progress_every: int = Field(default=25, ge=1, description="Update the progress artifact every N items.")
     judge_process: bool = Field(
         default=True,

@@ -72,7 +72,7 @@ class RunPlan:
     concurrency: int = 8
     judge_rpm: float | None = None
     fail_fast: bool = False
-    chunk_size: int = 500
+    chunk_size: int = 2000
     todo: set[tuple[str, str]] | None = None  # None: every cell; else only these (resume)
     on_item_complete: Callable[[ItemResult], Any] | None = None
     on_progress: Callable[[int, int], Any] | None = None
@@ -88,6 +88,7 @@ class _ItemState:
     pending: int
     output: Any = None
     rows: dict[str, ScoreRow] = field(default_factory=dict)
+    run: ScorerInput | None = None
 
 
 def _span(wheres: list[str]) -> str:
@@ -256,9 +257,12 @@ class _Run:
         return True
 
     def _scorer_input(self, state: _ItemState) -> ScorerInput:
-        item = state.item
-        return ScorerInput(input=item.input, output=state.output, ground_truth=item.ground_truth,
-                           request_context=item.request_context)
+        """Built once per item and shared by its scorers (with the run's cache-key text cached inside)."""
+        if state.run is None:
+            item = state.item
+            state.run = ScorerInput(input=item.input, output=state.output, ground_truth=item.ground_truth,
+                                    request_context=item.request_context)
+        return state.run
 
     async def _judge_scorer(self, scorer: Scorer, state: _ItemState, run: ScorerInput) -> ScoreRow:
         turn = self.baton.turn()
@@ -380,13 +384,12 @@ class _Run:
                 iid = s.item.item_id
                 if iid in errors:
                     row = _score_row(self.plan.run_id, scorer, iid, status="error", error=errors[iid])
-                else:
-                    outputs = {name: StepOutput(result=value) for name, value in results[iid].items()}
-                    result = scorer.assemble(runs[iid], outputs)
+                else:  # the fields `scorer.assemble` would give, without building its full ScorerResult
+                    done = results[iid]
                     row = _score_row(
-                        self.plan.run_id, scorer, iid, status="scored", score=result.score, reason=result.reason,
-                        preprocess_step_result=result.preprocess_step_result,
-                        analyze_step_result=result.analyze_step_result,
+                        self.plan.run_id, scorer, iid, status="scored", score=score[iid],
+                        reason=done.get("generate_reason"), preprocess_step_result=done.get("preprocess"),
+                        analyze_step_result=done.get("analyze"),
                     )
                 self._finish_cell(s, row)
 

@@ -9,7 +9,7 @@ the API as a short description, so any number of rows works (Prefect refuses par
 
 from __future__ import annotations
 
-from flows.prefect_env import apply_defaults
+from flows.prefect_env import apply_defaults, local_mode_settings
 
 apply_defaults()
 
@@ -119,7 +119,7 @@ def _execute(
     retries: int = 3,
     retry_backoff_s: float = 1.0,
     fail_fast: bool = False,
-    chunk_size: int = 500,
+    chunk_size: int = 2000,
     progress_every: int = 25,
     judge_process: bool = True,
     config: Mapping[str, Any] | None = None,
@@ -244,7 +244,8 @@ class _EvalsFlow(Flow[..., EvalResult]):
         data = bound.arguments.get("data")
         if data is not None and not isinstance(data, (str, os.PathLike, _Rows, Dataset)):
             bound.arguments["data"] = _Rows(data)
-        return super().__call__(*bound.args, **bound.kwargs)
+        with local_mode_settings():
+            return super().__call__(*bound.args, **bound.kwargs)
 
     def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
         params = dict(parameters)

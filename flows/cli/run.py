@@ -98,6 +98,7 @@ def run(
     from flows.config import EvalConfig
     from flows.datasets import DatasetError, load_dataset
     from flows.eval_flow import run_eval_config
+    from flows.prefect_env import local_mode_settings
     from flows.progress import RichProgress, use_sink
     from flows.store import StoreError, UnknownRunError
     from flows.targets import TargetError
@@ -123,7 +124,7 @@ def run(
     api = os.environ.get("PREFECT_API_URL")
     err.print(f"[dim]Prefect: {'server ' + api if api else 'local mode (set PREFECT_API_URL to use a server)'}[/dim]")
     try:
-        with use_sink(RichProgress(err)):
+        with use_sink(RichProgress(err)), local_mode_settings():
             result = run_eval_config(config)
     except (DatasetError, TargetError, UnknownRunError) as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)

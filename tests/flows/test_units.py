@@ -77,3 +77,18 @@ def test_in_memory_rows_are_reported_not_sent() -> None:
         {"data": [{"input": "q"}] * 3, "scorers": ["tone-scorer"], "on_item_complete": print})
     assert reported["data"] == "<3 rows in memory>"
     assert reported["on_item_complete"].startswith("<callable")
+
+
+def test_local_mode_runs_send_no_heartbeats_but_server_runs_do() -> None:
+    """Local mode's temporary server dies with the process, so heartbeats serve nothing there; a sync
+    flow joins Prefect's one-second-step heartbeat thread on exit (0-1 s per run)."""
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    from flows.prefect_env import local_mode_settings
+
+    default = get_current_settings().flows.heartbeat_frequency
+    with temporary_settings(updates={PREFECT_API_URL: None}), local_mode_settings():
+        assert get_current_settings().flows.heartbeat_frequency is None
+    with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:4200/api"}), local_mode_settings():
+        assert get_current_settings().flows.heartbeat_frequency == default == 180
+    assert get_current_settings().flows.heartbeat_frequency == default
