@@ -95,9 +95,16 @@ class _JudgeProcess:
         gaps = sorted(b - a - latency for times in by_item.values() for a, b in zip(times, times[1:]))
         if not gaps:
             return "no consecutive requests"
-        pick = lambda q: gaps[min(len(gaps) - 1, int(q * len(gaps)))]  # noqa: E731
-        return (f"per-step overhead (next request - previous answer) over {len(gaps)} steps: median "
-                f"{pick(0.5) * 1000:.0f} ms, p90 {pick(0.9) * 1000:.0f} ms, max {gaps[-1] * 1000:.0f} ms")
+
+        def stats(values: list[float]) -> str:
+            values = sorted(values)
+            pick = lambda q: values[min(len(values) - 1, int(q * len(values)))]  # noqa: E731
+            return (f"mean {sum(values) / len(values) * 1000:.0f} ms, median {pick(0.5) * 1000:.0f} ms, "
+                    f"p90 {pick(0.9) * 1000:.0f} ms, max {values[-1] * 1000:.0f} ms")
+
+        by_position = [[t[k + 1] - t[k] - latency for t in by_item.values() if len(t) > k + 1] for k in range(2)]
+        return (f"per-step overhead (next request - previous answer) over {len(gaps)} steps: {stats(gaps)}; "
+                + "; ".join(f"after request {k + 1}: {stats(v)}" for k, v in enumerate(by_position) if v))
 
     def __enter__(self) -> "_JudgeProcess":
         return self

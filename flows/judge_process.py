@@ -186,19 +186,24 @@ class JudgeProcess:
     async def request(
         self, settings: JudgeSettings, messages: list[dict[str, str]], response_format: Any, label: str, repair: bool
     ) -> tuple[str | None, JudgeUsage]:
-        conn = self._ready()
         req_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._futures[req_id] = future
-        try:
-            env = dict(os.environ)
-            if env != self._env:
-                conn.send(("env", env))
-                self._env = env
-            conn.send(("request", req_id, (settings, messages, response_format, label, repair)))
-        except OSError as exc:
-            self._futures.pop(req_id, None)
-            raise JudgeProcessError(f"{label}: the judge process is gone ({exc})") from None
+        message = ("request", req_id, (settings, messages, response_format, label, repair))
+        for attempt in (1, 2):  # a child that died since the last request (not yet seen as dead): a new one
+            conn = self._ready()
+            try:
+                env = dict(os.environ)
+                if env != self._env:
+                    conn.send(("env", env))
+                    self._env = env
+                self._futures[req_id] = future
+                conn.send(message)
+                break
+            except OSError as exc:
+                self._futures.pop(req_id, None)
+                if attempt == 2:
+                    raise JudgeProcessError(f"{label}: the judge process is gone ({exc})") from None
+                self.stop()
         try:
             return await asyncio.wait_for(future, settings.timeout + _BACKSTOP_S)
         except asyncio.TimeoutError:

@@ -19,14 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from prefect import Task, task
-from prefect.cache_policies import CachePolicy
+from prefect.cache_policies import NO_CACHE, CachePolicy
 from prefect.client.schemas.objects import TaskRun
 from prefect.context import TaskRunContext
 from prefect.states import State, aget_state_exception
 from prefect.tasks import exponential_backoff
 from scorers import JudgeConfigError, JudgeTransientError, Step, StepContext
-
-from flows.baton import Turn
 
 __all__ = (
     "StepCacheKey",
@@ -75,20 +73,13 @@ class RateLimiter:
 
 
 class Job:
-    """What a task works on, in a plain object: Prefect neither walks it for futures nor hashes it.
+    """What a task works on, in a plain object: Prefect neither walks it for futures nor hashes it."""
 
-    ``turn``: the calling chain's hold on the run's baton (``flows.baton``), handed on for the call's
-    network wait and taken back when it returns; a failed call leaves it given (the retry waits without
-    it), and the caller takes it back after the task run."""
+    __slots__ = ("call", "limiter")
 
-    __slots__ = ("call", "limiter", "turn")
-
-    def __init__(
-        self, call: Callable[[], Awaitable[Any]], limiter: RateLimiter | None = None, turn: Turn | None = None
-    ) -> None:
+    def __init__(self, call: Callable[[], Awaitable[Any]], limiter: RateLimiter | None = None) -> None:
         self.call = call
         self.limiter = limiter
-        self.turn = turn
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -109,8 +100,6 @@ async def _retry_transient(task: Task[..., Any], task_run: TaskRun, state: State
 
 
 async def _run_job(job: Job) -> Any:
-    if job.turn is not None:
-        job.turn.give()
     ctx = TaskRunContext.get()
     if ctx is not None:
         wait = _NOT_BEFORE.pop(ctx.task_run.id, 0.0) - time.monotonic()
@@ -118,10 +107,7 @@ async def _run_job(job: Job) -> Any:
             await asyncio.sleep(wait)
     if job.limiter is not None:
         await job.limiter.acquire()
-    result = await job.call()
-    if job.turn is not None:
-        await job.turn.take()
-    return result
+    return await job.call()
 
 
 @dataclass(frozen=True)
@@ -168,7 +154,7 @@ async def _target(cache_key: str, item_id: str, job: Job) -> dict[str, Any]:
 
 
 @task(name="code-step", **_CACHED)
-async def _code_chunk(cache_key: str, span: str, job: Job) -> str:
+async def _code_chunk(cache_key: str | None, span: str, job: Job) -> str:
     """A code step over a chunk of items, as JSON text of per-item {"result": ...} or {"error": "..."}.
 
     Text, not a list: Prefect walks a returned collection element by element (to link states), which
@@ -189,9 +175,18 @@ def target_task(label: str, opts: TaskOptions) -> Task[..., Any]:
     )
 
 
-def code_chunk_task(step: Step, opts: TaskOptions) -> Task[..., Any]:
+def code_chunk_task(step: Step, opts: TaskOptions, *, cached: bool = True) -> Task[..., Any]:
     """``<scorer id>.<step>`` over items, e.g. ``tone-scorer.analyze[items 1-500]`` (no retries: code is
-    deterministic, and one item's failure is recorded for that item, not the chunk)."""
+    deterministic, and one item's failure is recorded for that item, not the chunk).
+
+    ``cached=False`` for a judge scorer's micro-batches: which items share a batch depends on timing, so
+    a batch's key never recurs, and looking it up and persisting its result only slowed the items
+    waiting on it (the step itself takes microseconds)."""
+    if not cached:
+        return _code_chunk.with_options(
+            name=step.label, task_run_name=f"{step.label}[{{span}}]", retries=0, cache_policy=NO_CACHE,
+            persist_result=False,
+        )
     return _code_chunk.with_options(
         name=step.label, task_run_name=f"{step.label}[{{span}}]", retries=0, **opts.cache_kwargs()
     )

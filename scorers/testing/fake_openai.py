@@ -330,7 +330,13 @@ def _completion_body(req: Request, content: Any, n: int) -> bytes:
 
 def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.0"  # one request per connection: nothing lingers after stop()
+        # Keep-alive, as real providers do: a connection per request would charge every benchmarked request
+        # a TCP connect and close the client does not pay against a provider. Handler threads are daemons
+        # and stop() closes the listening socket, so an idle kept-alive connection never blocks it.
+        protocol_version = "HTTP/1.1"
+        # Headers and body leave in two writes: with Nagle's algorithm on, the body of a kept-alive
+        # connection waits for the client's delayed ACK (~40 ms), which no real provider adds.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr noise
             return
