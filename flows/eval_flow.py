@@ -195,7 +195,12 @@ def _execute(
         status = "failed"
         raise
     finally:
-        store.finish_run(run_id, status)
+        try:
+            store.finish_run(run_id, status)
+        except Exception as exc:  # a failed run's own error (e.g. the store stayed locked) must surface
+            if status == "completed":
+                raise
+            logger.warning("run %s: could not record status %r in %s: %s", run_id, status, store.path, exc)
 
     per_scorer = store.run_summary(run_id).scorers
     rows = summary_rows(per_scorer)
