@@ -37,6 +37,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             "PREFECT_SERVER_SERVICES_SCHEDULER_MAX_RUNS": "2",
             "PREFECT_SERVER_SERVICES_SCHEDULER_MIN_RUNS": "1",
             "PREFECT_LOGGING_TO_API_ENABLED": "true",
+            "OPENAI_API_KEY": "sk-fake-e2e",  # the judge in test_deployments is a fake server on 127.0.0.1
         },
     )
     try:

@@ -15,6 +15,7 @@ from prefect.settings import PREFECT_API_URL, temporary_settings
 from flows.config import EvalConfig, ScorerSpec
 from flows.regression_flow import regression_check
 from flows.store import Store
+from scorers.testing.fake_openai import FakeOpenAIServer
 
 pytestmark = pytest.mark.e2e
 
@@ -48,6 +49,26 @@ def test_run_created_through_the_api_with_custom_parameters_lands_in_duckdb(stac
     assert scores == [{"scorer_id": "tone-scorer", "status": "scored", "n": demo_item_count()}]
     artifacts = {artifact["key"]: artifact["type"] for artifact in stack.api.artifacts(created["id"])}
     assert artifacts.get("evalduck-e2e-api-summary") == "table", f"no summary table on the flow run page: {artifacts}"
+
+
+def test_a_judge_scorer_run_by_the_worker_sends_its_requests_through_the_judge_process(stack: Stack) -> None:
+    """The flow run's process (started by the worker with `python -m prefect.engine`) spawns the judge child
+    and scores every item through it."""
+    deployment = stack.api.deployment("demo")
+    with FakeOpenAIServer() as judge:
+        spec = {"id": "answer-relevancy-scorer",
+                "options": {"model": "openai/fake-judge", "api_base": judge.base_url, "timeout": 10}}
+        parameters = {"config": {"dataset": "datasets/demo.jsonl", "scorers": [spec], "name": "e2e-judge"}}
+        created = stack.api.create_flow_run(deployment["id"], parameters)
+        run = stack.api.wait_terminal(created["id"])
+        requests = judge.request_count
+    assert run["state_type"] == "COMPLETED", f"{run['state']}\n{stack.worker_log()[-3000:]}"
+    (stored,) = store_rows(stack, "SELECT run_id FROM runs WHERE name = ?", ["e2e-judge"])
+    scores = store_rows(
+        stack, "SELECT scorer_id, status, count(*) AS n FROM scores WHERE run_id = ? GROUP BY ALL", [stored["run_id"]]
+    )
+    assert scores == [{"scorer_id": "answer-relevancy-scorer", "status": "scored", "n": demo_item_count()}]
+    assert requests >= 2 * (demo_item_count() - 1)  # preprocess + analyze (+ reason) per non-empty output
 
 
 def test_interval_schedule_creates_runs_that_complete(stack: Stack) -> None:
