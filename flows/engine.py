@@ -361,12 +361,13 @@ class _Run:
                 iid = s.item.item_id
                 if iid in errors:
                     row = _score_row(self.plan.run_id, scorer, iid, status="error", error=errors[iid])
-                else:  # the fields `scorer.assemble` would give, without building its full ScorerResult
-                    done = results[iid]
+                else:
+                    outputs = {name: StepOutput(result=value) for name, value in results[iid].items()}
+                    result = scorer.assemble(runs[iid], outputs)
                     row = _score_row(
-                        self.plan.run_id, scorer, iid, status="scored", score=score[iid],
-                        reason=done.get("generate_reason"), preprocess_step_result=done.get("preprocess"),
-                        analyze_step_result=done.get("analyze"),
+                        self.plan.run_id, scorer, iid, status="scored", score=result.score, reason=result.reason,
+                        preprocess_step_result=result.preprocess_step_result,
+                        analyze_step_result=result.analyze_step_result,
                     )
                 self._finish_cell(s, row)
 
