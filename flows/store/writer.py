@@ -1,15 +1,21 @@
 """A background writer that groups results into batches while the previous batch is being written.
 
 Each store write opens the file, commits one transaction and closes it: ~50-150 ms whatever the batch
-size (measured in docs/benchmarks.md), so one write per finished cell would cost more than scoring.
-`ResultWriter.add` only queues; a thread writes everything queued so far in one `write_batch`, and
-whatever arrives meanwhile goes into the next one (group commit). Batches grow by themselves when
-results come fast, and a result is durable within about one write's time of being added.
+size, of which ~40 ms is CPU spent creating the DuckDB instance (measured in docs/benchmarks.md), so one
+write per finished cell would cost more than scoring. `ResultWriter.add` only queues; a thread writes
+everything queued so far in one `write_batch`, and whatever arrives meanwhile goes into the next one
+(group commit). A few rows wait up to `interval_s` (default 0.5 s) after the previous write started: a
+judge-bound run finishes a few cells a second, and writing them as they came (a handful of rows per
+write, ~6 writes a second) cost the flow's process ~5 s of CPU per 43 s run (measured; docs/benchmarks.md).
+`batch_rows` rows (default 500) are worth a write at once, so a chunk of code-scored cells is written
+while the next chunk computes. A result is durable within about `interval_s` plus one write of being
+added; `flush()` and `close()` write at once.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -26,20 +32,25 @@ class ResultWriter:
     `flush()` blocks until everything added before it is committed; `close()` flushes and stops the
     thread (the context manager calls it). A write that fails (e.g. the file stayed locked past the
     retry budget) keeps its rows queued and re-raises in the caller on the next add/flush/close.
-    `pause_s` is a gap between writes that lets other processes take the file lock.
+    `interval_s` is the least time from the start of one write to the start of the next, unless
+    `batch_rows` rows are queued or a flush or close asks for one; between writes the file is free for
+    other processes.
     """
 
-    def __init__(self, store: Store, run_id: str, *, pause_s: float = 0.05) -> None:
+    def __init__(self, store: Store, run_id: str, *, interval_s: float = 0.5, batch_rows: int = 500) -> None:
         self.store = store
         self.run_id = run_id
-        self.pause_s = pause_s
+        self.interval_s = interval_s
+        self.batch_rows = batch_rows
         self.batches_written = 0
         self._items: list[Mapping[str, Any]] = []
         self._scores: list[ScoreRow | Mapping[str, Any]] = []
+        self._status: str | None = None  # the run's final status, written with the last batch
         self._added = 0
         self._written = 0
         self._error: BaseException | None = None
         self._closing = False
+        self._flush_wanted = 0  # flush() calls waiting: write now, without waiting out the interval
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._loop, name=f"evalduck-writer-{run_id}", daemon=True)
         self._thread.start()
@@ -61,12 +72,23 @@ class ResultWriter:
         """Block until every add() made before this call is committed."""
         with self._cond:
             target = self._added
-            while self._written < target and self._error is None and self._thread.is_alive():
-                self._cond.wait(0.5)
+            self._flush_wanted += 1
+            self._cond.notify_all()
+            try:
+                while self._written < target and self._error is None and self._thread.is_alive():
+                    self._cond.wait(0.5)
+            finally:
+                self._flush_wanted -= 1
             self._raise_pending_error()
 
-    def close(self) -> None:
-        """Flush and stop the writer thread."""
+    def close(self, status: str | None = None) -> None:
+        """Flush and stop the writer thread. `status` (the run's final status, e.g. "completed") lands in
+        the same transaction as the last rows: a run's end costs no file open of its own."""
+        if status is not None:
+            with self._cond:
+                self._status = status
+                self._added += 1
+                self._cond.notify_all()
         try:
             self.flush()
         finally:
@@ -83,25 +105,35 @@ class ResultWriter:
     ) -> None:
         self.close()
 
+    def _queued(self) -> bool:
+        return bool(self._items or self._scores or self._status)
+
     def _raise_pending_error(self) -> None:
         if self._error is not None:
             error, self._error = self._error, None
             raise error
 
     def _loop(self) -> None:
+        next_write = 0.0  # monotonic time before which no write starts unless flushed
         while True:
             with self._cond:
-                while not (self._items or self._scores) and not self._closing:
+                while not self._queued() and not self._closing:
                     self._cond.wait()
-                if not (self._items or self._scores) and self._closing:
+                while (not (self._closing or self._flush_wanted)
+                       and len(self._items) + len(self._scores) < self.batch_rows
+                       and (wait := next_write - time.monotonic()) > 0):
+                    self._cond.wait(wait)
+                if not self._queued() and self._closing:
                     return
-                items, scores, upto = self._items, self._scores, self._added
-                self._items, self._scores = [], []
+                items, scores, status, upto = self._items, self._scores, self._status, self._added
+                self._items, self._scores, self._status = [], [], None
+            next_write = time.monotonic() + self.interval_s
             try:
-                self.store.write_batch(self.run_id, items=items, scores=scores)
+                self.store.write_batch(self.run_id, items=items, scores=scores, status=status)
             except BaseException as exc:  # kept for the caller; the rows stay queued
                 with self._cond:
                     self._items[:0], self._scores[:0] = items, scores
+                    self._status = self._status or status
                     self._error = exc
                     self._cond.notify_all()
                     if self._closing:
@@ -113,5 +145,3 @@ class ResultWriter:
                 self._error = None  # an earlier failure was retried and has landed
                 self.batches_written += 1
                 self._cond.notify_all()
-            if self.pause_s:
-                threading.Event().wait(self.pause_s)

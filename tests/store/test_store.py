@@ -144,3 +144,16 @@ def test_any_sequence_of_writes_leaves_one_row_per_cell_last_write_wins(
     rows = store.sql("SELECT item_id, scorer_id, score FROM scores").rows
     assert len(rows) == len(expected)
     assert {(i, s): v for i, s, v in rows} == expected
+
+
+def test_start_run_writes_its_items_and_a_batch_can_end_the_run(store: Store) -> None:
+    store.start_run("r1", "n", "d.jsonl", "h", {}, items=[{"item_id": "a", "input": "q1"}, {"id": "b", "input": "q2"}])
+    assert store.sql("SELECT item_id, input FROM items ORDER BY item_id").rows == [("a", '"q1"'), ("b", '"q2"')]
+    with pytest.raises(ValueError, match="run status must be one of"):
+        store.write_batch("r1", scores=[_cell("r1", "a", "s", 0.5)], status="done")
+    assert store.sql("SELECT count(*) FROM scores").rows == [(0,)]  # the batch did not land either
+    store.write_batch("r1", scores=[_cell("r1", "a", "s", 0.5)], status="completed")
+    assert store.sql("SELECT status, finished_at IS NOT NULL, (SELECT count(*) FROM scores) FROM runs").rows == [
+        ("completed", True, 1)]
+    with pytest.raises(UnknownRunError):
+        store.write_batch("ghost", status="completed")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -47,3 +49,41 @@ def test_a_locked_file_surfaces_and_keeps_the_rows(db_path: Path) -> None:
     holder.wait(timeout=30)
     writer.close()  # the queued rows are written once the lock is free
     assert store.sql("SELECT count(*) FROM scores").rows == [(2,)]
+
+
+def test_flush_and_close_write_at_once_and_close_records_the_run_status(store: Store) -> None:
+    store.start_run("r", None, None, None, {})
+    writer = ResultWriter(store, "r", interval_s=3600)  # writes would otherwise wait an hour after the first
+    writer.add(scores=[_cell(1)])
+    writer.flush()
+    writer.add(scores=[_cell(2)])
+    done = threading.Thread(target=writer.flush)
+    done.start()
+    done.join(timeout=60)
+    assert not done.is_alive(), "flush() waited out the interval"
+    assert store.sql("SELECT count(*) FROM scores").rows == [(2,)]
+    assert store.sql("SELECT status, finished_at FROM runs").rows == [("running", None)]
+    writer.add(scores=[_cell(3)])
+    closer = threading.Thread(target=writer.close, args=("completed",))
+    closer.start()
+    closer.join(timeout=60)
+    assert not closer.is_alive(), "close() waited out the interval"
+    (count, status, finished) = store.sql(
+        "SELECT (SELECT count(*) FROM scores), status, finished_at IS NOT NULL FROM runs").rows[0]
+    assert (count, status, finished) == (3, "completed", True)
+
+
+def test_a_few_rows_wait_for_the_interval_and_a_full_batch_does_not(store: Store) -> None:
+    store.start_run("r", None, None, None, {})
+    with ResultWriter(store, "r", interval_s=3600, batch_rows=100) as writer:
+        writer.add(scores=[_cell(0)])
+        writer.flush()
+        for i in range(1, 50):  # fewer than batch_rows: they wait (for the close, here)
+            writer.add(scores=[_cell(i)])
+        assert writer.batches_written == 1
+        writer.add(scores=[_cell(i) for i in range(50, 150)])  # a full batch goes at once
+        deadline = time.monotonic() + 60
+        while writer.batches_written < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert store.sql("SELECT count(*) FROM scores").rows == [(150,)]
+    assert writer.batches_written == 2
