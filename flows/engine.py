@@ -397,6 +397,7 @@ class _Run:
         if plan.sink is not None:
             plan.sink.start(self.total)
         ready: asyncio.Queue[_ItemState | None] = asyncio.Queue()
+        status: str | None = None  # "completed" once every item is done: written with the last batch
         try:
             self._write(scores=[
                 ScoreRow(run_id=plan.run_id, item_id=item.item_id, scorer_id=sk.scorer_id,
@@ -415,12 +416,13 @@ class _Run:
                 ready.put_nowait(None)
                 if chunker is not None:
                     await chunker
+            status = "completed"
         except* (FailFast, StoreWriteError) as group_exc:
             first = group_exc.exceptions[0]
             raise first from first.__cause__
         finally:
             try:  # the final flush, off the loop; rows of a failed write stay queued and it raises
-                await asyncio.to_thread(self.writer.close)
+                await asyncio.to_thread(self.writer.close, status)
             except Exception as exc:
                 raise self._write_failed(exc) from exc
             finally:
@@ -429,7 +431,8 @@ class _Run:
 
 
 async def execute(plan: RunPlan) -> None:
-    """Run every wanted cell of the plan; results land in the store as they finish.
+    """Run every wanted cell of the plan; results land in the store as they finish, and the run is marked
+    `completed` with the last of them. When it raises, the run's status is the caller's to record.
 
     The objects that exist when the run starts (Prefect, litellm, pydantic: millions of them) are frozen
     out of the garbage collector for the run and handed back after it: a full collection scans them all

@@ -9,7 +9,7 @@ the API as a short description, so any number of rows works (Prefect refuses par
 
 from __future__ import annotations
 
-from flows.prefect_env import apply_defaults, local_mode_settings
+from flows.prefect_env import apply_defaults, local_mode_settings, quiet_task_run_info
 
 apply_defaults()
 
@@ -163,8 +163,8 @@ def _execute(
     run_config = dict(config or {})
     run_config.setdefault("scorers", [{"id": s.id, "version": s.version, "options": dict(s.options)} for s in built])
     run_config.setdefault("target", tgt.label)
-    store.start_run(run_id, name, dataset.source, dataset.hash, run_config, flow_run_id)
-    store.write_items(run_id, [i.store_record() for i in dataset.items])
+    store.start_run(run_id, name, dataset.source, dataset.hash, run_config, flow_run_id,
+                    items=[i.store_record() for i in dataset.items])
 
     folder = Path(cache_dir) if cache_dir else default_cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
@@ -178,48 +178,46 @@ def _execute(
 
     calls_models = tgt.settings is not None or any(step.is_judge for s in built for step in s.steps)
 
-    async def body(judge: JudgeProcess | None) -> None:
+    completed = False
+
+    async def body(judge: JudgeProcess | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        """The run, then its summary and comparison artifacts, on one event loop and one API client."""
+        nonlocal completed
         async with AsyncClientContext.get_or_create():
             await progress.start(f"items scored in run {run_id}")
             try:
                 with judge_requests_via(judge.request if judge is not None else None):
-                    await execute(plan)
+                    await execute(plan)  # marks the run completed with its last results
+                completed = True
             finally:
                 await progress.drain()
-
-    status = "completed"
-    try:
-        with leased_judge_process() if judge_process and calls_models else contextlib.nullcontext() as judge:
-            _run_coroutine(body(judge))
-    except BaseException:
-        status = "failed"
-        raise
-    finally:
-        try:
-            store.finish_run(run_id, status)
-        except Exception as exc:  # a failed run's own error (e.g. the store stayed locked) must surface
-            if status == "completed":
-                raise
-            logger.warning("run %s: could not record status %r in %s: %s", run_id, status, store.path, exc)
-
-    per_scorer = store.run_summary(run_id).scorers
-    rows = summary_rows(per_scorer)
-    scores = {r["scorer"]: r["mean"] for r in rows}
-    summary = {
-        "totalItems": len(dataset.items),
-        "scorers": {r["scorer"]: {k: v for k, v in r.items() if k != "scorer"} for r in rows},
-    }
-    comparison = store.compare(previous, run_id) if previous else None
-
-    async def publish() -> None:
-        async with AsyncClientContext.get_or_create():
+            rows = summary_rows(store.run_summary(run_id).scorers)
+            comparison = store.compare(previous, run_id) if previous else None
             await publish_summary(artifact_key(name, "summary"), rows, f"evalduck run {run_id} ({len(dataset)} items)")
             if comparison is not None and previous is not None:
                 await publish_comparison(artifact_key(name, "comparison"),
                                          comparison_markdown(comparison, previous, run_id, name),
                                          f"run {run_id} vs previous run {previous}")
+            return rows, comparison
 
-    _run_coroutine(publish())
+    try:
+        with quiet_task_run_info(), \
+                leased_judge_process() if judge_process and calls_models else contextlib.nullcontext() as judge:
+            rows, comparison = _run_coroutine(body(judge))
+    except BaseException:
+        if completed:  # the results are all stored; only the report after them failed
+            raise
+        try:
+            store.finish_run(run_id, "failed")
+        except Exception as exc:  # the run's own error (e.g. the store stayed locked) must surface
+            logger.warning("run %s: could not record status 'failed' in %s: %s", run_id, store.path, exc)
+        raise
+
+    scores = {r["scorer"]: r["mean"] for r in rows}
+    summary = {
+        "totalItems": len(dataset.items),
+        "scorers": {r["scorer"]: {k: v for k, v in r.items() if k != "scorer"} for r in rows},
+    }
     logger.info("run %s: %s", run_id, ", ".join(f"{k}={v}" for k, v in scores.items()))
     return EvalResult(run_id=run_id, name=name, scores=scores, summary=summary, db=str(store.path),
                       previous_run_id=previous, comparison=comparison)

@@ -51,8 +51,14 @@ def test_large_in_memory_dataset(workdir: dict[str, str]) -> None:
     result = run_evals(data, scorers=["tone-scorer", "textual-difference-scorer"], **workdir)
     assert result.summary["totalItems"] == 5000
     assert {s["scored"] for s in result.summary["scorers"].values()} == {5000}
-    (count,) = Store(workdir["db"]).sql("SELECT count(*) FROM scores WHERE run_id = ?", [result.run_id]).rows[0]
+    store = Store(workdir["db"])
+    (count,) = store.sql("SELECT count(*) FROM scores WHERE run_id = ?", [result.run_id]).rows[0]
     assert count == 10000
+    # the run's end is written with its last results
+    (status, finished, items) = store.sql(
+        "SELECT status, finished_at IS NOT NULL, (SELECT count(*) FROM items WHERE run_id = runs.run_id) "
+        "FROM runs WHERE run_id = ?", [result.run_id]).rows[0]
+    assert (status, finished, items) == ("completed", True, 5000)
 
 
 def test_run_eval_config_form_and_run(judge: FakeOpenAIServer, workdir: dict[str, str], tmp_path: Path) -> None:
