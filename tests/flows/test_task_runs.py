@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import uuid
 
@@ -12,7 +13,7 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
 from flows import run_evals
 from flows.store import Store
-from scorers.testing.fake_openai import FakeOpenAIServer
+from scorers.testing.fake_openai import FakeOpenAIServer, Reply
 
 from flow_helpers import judge_scorer, rows
 
@@ -48,3 +49,30 @@ def test_every_step_of_a_judge_scorer_is_a_task_run(judge: FakeOpenAIServer, wor
     assert 1 <= len(per_step["generate_score"]) <= 4, names
     span = r"row \d+|\d+ items: row \d+ \.\. row \d+"
     assert all(re.fullmatch(rf"answer-relevancy-scorer\.generate_score\[({span})\]", n) for n in per_step["generate_score"])
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_retries_reach_the_task_run_logs_but_routine_lines_do_not(
+    judge: FakeOpenAIServer, workdir: dict[str, str]
+) -> None:
+    judge.script(Reply.server_error(500))
+    collected = _Collect()
+    task_runs = logging.getLogger("prefect.task_runs")  # what the console and the API handlers receive
+    task_runs.addHandler(collected)
+    filters_before = list(task_runs.filters)
+    try:
+        result = run_evals(rows(2), scorers=[judge_scorer(judge)], retry_backoff_s=0.05, **workdir)
+    finally:
+        task_runs.removeHandler(collected)
+    assert result.summary["scorers"]["answer-relevancy-scorer"]["scored"] == 2
+    assert any("Retry 1/3" in m for m in collected.messages), collected.messages  # the retry is told
+    assert not [m for m in collected.messages if m.startswith(("Created task run", "Finished in state Completed"))]
+    assert task_runs.filters == filters_before  # the filter lives for the run only
