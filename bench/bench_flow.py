@@ -147,6 +147,11 @@ def bench_judge(items: int, latency: float, concurrency: int, cached_rerun: bool
         requests = judge.ask("count")
         ideal = requests * latency / concurrency
         print(f"    requests {requests}; ideal {ideal:.2f} s; ratio {t / ideal:.3f}x", flush=True)
+        # At most `concurrency` items in flight, each making its requests one after another: the items run
+        # in ceil(items / concurrency) rounds of (requests per item x latency), the last round part-filled.
+        floor = -(-items // concurrency) * (requests / items) * latency
+        print(f"    with items in flight as the unit: floor {floor:.2f} s ({floor / ideal:.3f}x ideal); "
+              f"run / floor {t / floor:.3f}x", flush=True)
         print(f"    {judge.step_overhead(latency)}", flush=True)
         arrivals = sorted(at for at, _ in judge.ask("arrivals") or [])
         if arrivals:
