@@ -63,6 +63,8 @@ class ResultWriter:
             self._raise_pending_error()
             if self._closing:
                 raise RuntimeError(f"ResultWriter for run {self.run_id!r} is closed")
+            if not (items or scores):  # nothing to wait for: a flush after it must not wait for a write
+                return
             self._items.extend(items)
             self._scores.extend(scores)
             self._added += 1

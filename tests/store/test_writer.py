@@ -57,14 +57,14 @@ def test_flush_and_close_write_at_once_and_close_records_the_run_status(store: S
     writer.add(scores=[_cell(1)])
     writer.flush()
     writer.add(scores=[_cell(2)])
-    done = threading.Thread(target=writer.flush)
+    done = threading.Thread(target=writer.flush, daemon=True)
     done.start()
     done.join(timeout=60)
     assert not done.is_alive(), "flush() waited out the interval"
     assert store.sql("SELECT count(*) FROM scores").rows == [(2,)]
     assert store.sql("SELECT status, finished_at FROM runs").rows == [("running", None)]
     writer.add(scores=[_cell(3)])
-    closer = threading.Thread(target=writer.close, args=("completed",))
+    closer = threading.Thread(target=writer.close, args=("completed",), daemon=True)
     closer.start()
     closer.join(timeout=60)
     assert not closer.is_alive(), "close() waited out the interval"
@@ -87,3 +87,14 @@ def test_a_few_rows_wait_for_the_interval_and_a_full_batch_does_not(store: Store
             time.sleep(0.01)
         assert store.sql("SELECT count(*) FROM scores").rows == [(150,)]
     assert writer.batches_written == 2
+
+
+def test_an_empty_add_leaves_nothing_to_wait_for(store: Store) -> None:
+    store.start_run("r", None, None, None, {})
+    writer = ResultWriter(store, "r")
+    writer.add(scores=[])  # e.g. a run with no skipped scorer queues its (no) skipped cells
+    closer = threading.Thread(target=writer.close, daemon=True)
+    closer.start()
+    closer.join(timeout=60)
+    assert not closer.is_alive(), "close() waited for a write that nothing asked for"
+    assert writer.batches_written == 0
