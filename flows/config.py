@@ -78,5 +78,6 @@ class EvalConfig(BaseModel):
     judge_process: bool = Field(
         default=True,
         description="Judge and model requests in a child process (keeps litellm's CPU off the flow's loop); "
-        "off: in the flow's process, e.g. for litellm callbacks set in Python.",
+        "off: in the flow's process. litellm settings made in Python keep them there by themselves.",
     )
+

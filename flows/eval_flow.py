@@ -45,7 +45,7 @@ from flows.registry import build_scorers  # noqa: E402
 from flows.store import Store, UnknownRunError, default_db_path  # noqa: E402
 from flows.targets import resolve_target  # noqa: E402
 from flows.tasks import TaskOptions  # noqa: E402
-from flows.judge_process import JudgeProcess, leased_judge_process  # noqa: E402
+from flows.judge_process import JudgeProcess, leased_judge_process, litellm_settings_made_in_python  # noqa: E402
 from scorers._judge import judge_requests_via  # noqa: E402
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult")
@@ -177,6 +177,16 @@ def _execute(
     )
 
     calls_models = tgt.settings is not None or any(step.is_judge for s in built for step in s.steps)
+    use_child = judge_process and calls_models
+    changed = litellm_settings_made_in_python() if use_child else []
+    if changed:  # after resolve_target: a target module may set them at import
+        use_child = False
+        note = (f"litellm settings made in Python ({', '.join(changed)}) apply in this process only, so this run's "
+                "judge and model requests run here, not in the judge child process (set them through environment "
+                "variables to keep the child)")
+        logger.warning(note)
+        if sink is not None:
+            sink.note(note)
 
     completed = False
 
@@ -202,7 +212,7 @@ def _execute(
 
     try:
         with quiet_task_run_info(), \
-                leased_judge_process() if judge_process and calls_models else contextlib.nullcontext() as judge:
+                leased_judge_process() if use_child else contextlib.nullcontext() as judge:
             rows, comparison = _run_coroutine(body(judge))
     except BaseException:
         if completed:  # the results are all stored; only the report after them failed
@@ -309,8 +319,9 @@ def _run_evals(
         retry_backoff_s: first retry delay, doubled each retry, jittered; Retry-After is a floor.
         fail_fast: stop at the first cell that ends in error (default: record it and go on).
         judge_process: send judge and model requests through a child process (default), which keeps
-            litellm's CPU work off the flow's event loop; False keeps them in this process, e.g. when you
-            configured litellm callbacks or globals in Python (the child sees environment variables only).
+            litellm's CPU work off the flow's event loop; False keeps them in this process. The child sees
+            environment variables only: a run that finds litellm settings made in Python (callbacks,
+            ``litellm.api_key``...) keeps its requests in this process and logs one warning line.
     """
     return _execute(
         data=data, scorers=scorers or list(DEFAULT_SCORERS), target=target, concurrency=concurrency,

@@ -6,6 +6,12 @@ the flow's one event loop that work queued between Prefect's per-task-run bookke
 step waited for it (docs/benchmarks.md). In a child process it runs on the other core; the flow's loop
 only pickles the request and the answer.
 
+The child is its own program (``python -c "from flows.judge_process import child_main; ..."``) started with
+``subprocess``, never with ``multiprocessing``: spawn and forkserver re-import the caller's ``__main__``, so
+a user's script without a ``__main__`` guard ran again in the child (its side effects too) and the child
+died; fork copies a process with threads. It talks to the parent over a socket pair with multiprocessing's
+``Connection`` framing (pickled tuples).
+
 The child calls exactly what the flow process would have called (``scorers._judge.request_here``: litellm
 with the same error classification), so answers, errors, retries and usage are the same. It sees the
 parent's environment as of each request (provider keys set or removed later included), but not
@@ -23,20 +29,68 @@ import asyncio
 import atexit
 import contextlib
 import itertools
-import multiprocessing
 import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from scorers import JudgeConfigError, JudgeTransientError
 from scorers._judge import JudgeSettings, JudgeUsage, request_here
 
-__all__ = ("JudgeProcess", "JudgeProcessError", "leased_judge_process")
+__all__ = (
+    "JudgeProcess",
+    "JudgeProcessError",
+    "child_main",
+    "leased_judge_process",
+    "litellm_settings_made_in_python",
+)
 
 # Beyond the request's own timeout (the child enforces it): a child that never answers.
 _BACKSTOP_S = 30.0
+# The folder that holds the `flows` and `scorers` packages, first on the child's path (not the caller's
+# working directory or script folder, which could shadow them).
+_PACKAGES_ROOT = str(Path(__file__).resolve().parents[1])
+
+
+# litellm's module-level settings that change what a request does or who hears of it, with their values
+# after a fresh `import litellm` (tests/flows/test_judge_process.py checks them against one). A child
+# process starts from these, whatever the caller set in Python.
+LITELLM_DEFAULTS: dict[str, Any] = {
+    **dict.fromkeys(
+        ("success_callback", "failure_callback", "callbacks", "_async_success_callback", "_async_failure_callback",
+         "input_callback", "service_callback", "custom_provider_map"),
+        [],
+    ),
+    **dict.fromkeys(
+        ("api_key", "api_base", "api_version", "openai_key", "anthropic_key", "azure_key", "num_retries", "headers",
+         "cache", "client_session", "aclient_session"),
+        None,
+    ),
+    **dict.fromkeys(
+        ("drop_params", "modify_params", "set_verbose", "return_response_headers", "enable_json_schema_validation",
+         "force_ipv4"),
+        False,
+    ),
+    "model_alias_map": {},
+    "request_timeout": 6000.0,
+    "ssl_verify": True,
+}
+
+
+def litellm_settings_made_in_python() -> list[str]:
+    """The litellm settings this process changed in Python, which a child process would not see.
+
+    Only looks when litellm is already imported: a process that never imported it changed nothing."""
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return []
+    return [name for name, default in LITELLM_DEFAULTS.items() if getattr(litellm, name, default) != default]
 
 
 class JudgeProcessError(JudgeTransientError):
@@ -67,7 +121,11 @@ def _child(conn: Connection) -> None:
                 reply: tuple[Any, ...] = (req_id, "ok", content, usage.model_dump())
             except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
                 reply = (req_id, "error", *_error_reply(exc))
-            conn.send(reply)
+            try:
+                conn.send(reply)
+            except OSError:  # the parent is gone: nobody to answer, so stop quietly
+                if not closed.done():
+                    closed.set_result(None)
 
         def readable() -> None:
             while not closed.done() and conn.poll():
@@ -94,12 +152,29 @@ def _child(conn: Connection) -> None:
     asyncio.run(serve())
 
 
+def child_main(fd: int) -> None:
+    """The child's entry point: serve requests on the socket ``fd`` until the parent closes it or exits.
+
+    Ctrl-C in a terminal reaches the whole process group; the parent decides what it means, and the child
+    ends when the parent closes the socket (or dies)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _child(Connection(fd))
+
+
+def _child_command(fd: int) -> list[str]:
+    code = (
+        f"import sys; sys.path.insert(0, {_PACKAGES_ROOT!r}); "
+        f"from flows.judge_process import child_main; child_main({fd})"
+    )
+    return [sys.executable, "-P", "-c", code]  # -P: no working directory on sys.path
+
+
 class JudgeProcess:
     """One child and its pipe. ``request`` has the signature of ``scorers._judge.request_here``."""
 
     def __init__(self) -> None:
         self._conn: Connection | None = None
-        self._proc: multiprocessing.process.BaseProcess | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._futures: dict[int, asyncio.Future[Any]] = {}
         self._ids = itertools.count()
@@ -107,16 +182,19 @@ class JudgeProcess:
 
     @property
     def alive(self) -> bool:
-        return self._proc is not None and self._proc.is_alive()
+        return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> "JudgeProcess":
-        parent, child = multiprocessing.Pipe()
-        self._proc = multiprocessing.get_context("spawn").Process(
-            target=_child, args=(child,), name="evalduck-judge", daemon=True
-        )
-        self._proc.start()
-        child.close()
-        self._conn = parent
+        parent, child = socket.socketpair()
+        env = dict(os.environ)
+        env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        try:
+            self._proc = subprocess.Popen(
+                _child_command(child.fileno()), pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, env=env
+            )
+        finally:
+            child.close()
+        self._conn = Connection(parent.detach())
         self._env = dict(os.environ)  # what the child was started with
         return self
 
@@ -133,10 +211,11 @@ class JudgeProcess:
             with contextlib.suppress(OSError):
                 self._conn.send(None)
         if self._proc is not None:
-            self._proc.join(timeout=10)
-            if self._proc.is_alive():
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
                 self._proc.kill()
-                self._proc.join()
+                self._proc.wait()
         if self._conn is not None:
             self._conn.close()
         self._conn = self._proc = None
@@ -175,7 +254,7 @@ class JudgeProcess:
             if self._loop is not None and conn is not None:
                 self._loop.remove_reader(conn.fileno())
             self._loop = None
-            self._fail_all(f"the judge process exited (exit code {self._proc.exitcode if self._proc else '?'})")
+            self._fail_all(f"the judge process exited (exit code {self._proc.poll() if self._proc else '?'})")
 
     def _fail_all(self, why: str) -> None:
         futures, self._futures = self._futures, {}

@@ -106,3 +106,48 @@ def test_a_run_scores_the_same_with_and_without_the_child(
     assert requests_via_child == judge.request_count - requests_via_child == 9
     with leased_judge_process() as kept:  # the run's child was kept for the next run of this process
         assert kept.alive
+
+
+def test_litellm_defaults_are_those_of_a_fresh_import() -> None:
+    """The settings a child starts from: if litellm changes a default, this says which."""
+    import json
+    import subprocess
+    import sys
+
+    from flows.judge_process import LITELLM_DEFAULTS
+
+    code = ("import json, litellm; names = json.loads(input()); "
+            "print(json.dumps({n: getattr(litellm, n, '<absent>') for n in names}, default=repr))")
+    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(list(LITELLM_DEFAULTS)),
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(proc.stdout.splitlines()[-1]) == LITELLM_DEFAULTS
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_litellm_settings_made_in_python_reach_the_requests(
+    judge: FakeOpenAIServer, workdir: dict[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A callback set in Python would be lost in the child: the run keeps its requests here and says so."""
+    import litellm
+    from litellm.integrations.custom_logger import CustomLogger
+
+    from flows.judge_process import litellm_settings_made_in_python
+
+    seen: list[str] = []
+
+    class Recorder(CustomLogger):  # type: ignore[misc]
+        async def async_log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
+            seen.append(kwargs.get("model", "?"))
+
+    assert litellm_settings_made_in_python() == []
+    monkeypatch.setattr(litellm, "callbacks", [Recorder()])
+    assert litellm_settings_made_in_python() == ["callbacks"]
+    with caplog.at_level("WARNING"):
+        result = run_evals(rows(2), scorers=[judge_scorer(judge)], **workdir)
+    assert result.scores["answer-relevancy-scorer"] == 1.0
+    deadline = time.monotonic() + 10  # litellm calls success callbacks after the answer, on its own time
+    while len(seen) < judge.request_count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(seen) == judge.request_count == 6
+    warnings = [r.getMessage() for r in caplog.records if "litellm settings made in Python" in r.getMessage()]
+    assert len(warnings) == 1 and "(callbacks)" in warnings[0]
