@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ("EvalConfig", "ScorerSpec", "ScorerId", "SCORER_IDS", "DEFAULT_SCORERS", "default_cache_dir")
+__all__ = ("EvalConfig", "ScorerSpec", "ScorerId", "SCORER_IDS", "DEFAULT_SCORERS", "DEMO_CONFIG", "default_cache_dir")
 
 ScorerId = Literal["answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer"]
 SCORER_IDS: tuple[str, ...] = ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
@@ -81,3 +81,10 @@ class EvalConfig(BaseModel):
         "off: in the flow's process. litellm settings made in Python keep them there by themselves.",
     )
 
+
+# The default of the deployment flows' `config` parameter (run_eval_config, regression_check): the demo
+# eval, on the shipped dataset (relative to the project folder, where deployments run). With a default,
+# the flows' parameter schema has no required parameter, so the Prefect UI's Run -> Quick run creates the
+# run at once with the deployment's parameters; a required one makes it open a "Run Deployment" dialog.
+# Deployments and callers pass their own config. Never mutated: the flows only read it.
+DEMO_CONFIG = EvalConfig(dataset="datasets/demo.jsonl", name="demo")

@@ -37,7 +37,7 @@ from flows.artifacts import (  # noqa: E402
     publish_summary,
     summary_rows,
 )
-from flows.config import DEFAULT_SCORERS, EvalConfig, ScorerSpec, default_cache_dir  # noqa: E402
+from flows.config import DEFAULT_SCORERS, DEMO_CONFIG, EvalConfig, ScorerSpec, default_cache_dir  # noqa: E402
 from flows.datasets import Dataset, DatasetError, dataset_from_rows, load_dataset  # noqa: E402
 from flows.engine import FailFast, ItemResult, RunPlan, execute  # noqa: E402
 from flows.progress import current_sink  # noqa: E402
@@ -336,11 +336,12 @@ run_evals: _EvalsFlow = _EvalsFlow(_run_evals, name="run-evals", persist_result=
 
 
 @flow(name="run-eval-config", persist_result=False, log_prints=False)
-def run_eval_config(config: EvalConfig) -> EvalResult:
+def run_eval_config(config: EvalConfig = DEMO_CONFIG) -> EvalResult:
     """Run an eval described by one EvalConfig (the deployment entrypoint; the UI renders it as a form).
 
     Args:
         config: dataset, scorers with options, target, judge model, concurrency, run name, database...
+            (default: the demo eval, datasets/demo.jsonl, run name "demo").
     """
     return _execute(
         data=config.dataset, scorers=list(config.scorers), target=config.target, concurrency=config.concurrency,

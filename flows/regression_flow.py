@@ -14,7 +14,7 @@ from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel
 
 from flows.artifacts import artifact_key, comparison_markdown
-from flows.config import EvalConfig
+from flows.config import DEMO_CONFIG, EvalConfig
 from flows.eval_flow import EvalResult, run_eval_config
 
 __all__ = ("regression_check", "RegressionDetected", "RegressionReport", "find_regressions")
@@ -59,11 +59,12 @@ def verdict_markdown(result: EvalResult, regressed: list[str], max_drop: float) 
 
 
 @flow(name="evalduck-regression-check")
-def regression_check(config: EvalConfig, max_drop: float = 0.0) -> RegressionReport:
+def regression_check(config: EvalConfig = DEMO_CONFIG, max_drop: float = 0.0) -> RegressionReport:
     """Run the eval, then compare it with the previous run of the same name and fail on a regression.
 
     Args:
-        config: The eval to run; its `name` identifies the series of runs to compare.
+        config: The eval to run; its `name` identifies the series of runs to compare (default: the demo
+            eval, datasets/demo.jsonl, run name "demo").
         max_drop: Tolerated drop of a scorer's mean (0 fails on any credible drop).
     """
     logger = get_run_logger()

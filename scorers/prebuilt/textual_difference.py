@@ -16,20 +16,22 @@ from scorers.prebuilt._text import answer, reference_or_input
 __all__ = ("SCORER_ID", "VERSION", "create_textual_difference_scorer", "text_difference", "difference_score")
 
 SCORER_ID = "textual-difference-scorer"
-VERSION = "1"
+VERSION = "2"  # 2: `changes` counts the opcodes from the reference to the output
 
 
 class TextualDifferenceOptions(ScaleOptions):
     """Only `scale`."""
 
 
-def text_difference(a: str, b: str) -> dict[str, float | int]:
-    """ratio (Indel normalized similarity; 1 for two empty texts), changes (non-equal Levenshtein
-    opcodes), lengthDiff (|len a - len b| / max len; 0 for two empty texts), confidence (1 - lengthDiff)."""
-    longest = max(len(a), len(b))
-    ratio = 1.0 if longest == 0 else float(Indel.normalized_similarity(a, b))
-    changes = sum(1 for op in Levenshtein.opcodes(a, b) if op.tag != "equal")
-    length_diff = 0.0 if longest == 0 else abs(len(a) - len(b)) / longest
+def text_difference(output: str, reference: str) -> dict[str, float | int]:
+    """ratio (Indel normalized similarity; 1 for two empty texts), changes (the non-equal Levenshtein
+    opcodes that turn the reference into the output, as Mastra counts them; the other direction's count
+    differs on some pairs), lengthDiff (|len output - len reference| / max len; 0 for two empty texts),
+    confidence (1 - lengthDiff)."""
+    longest = max(len(output), len(reference))
+    ratio = 1.0 if longest == 0 else float(Indel.normalized_similarity(output, reference))
+    changes = sum(1 for op in Levenshtein.opcodes(reference, output) if op.tag != "equal")
+    length_diff = 0.0 if longest == 0 else abs(len(output) - len(reference)) / longest
     return {"ratio": ratio, "changes": changes, "lengthDiff": length_diff, "confidence": 1 - length_diff}
 
 

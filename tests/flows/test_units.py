@@ -1,9 +1,11 @@
 """The flow's pieces on their own (no Prefect server): cache key hand-over, transient-error rule, rate
-limiter schedule, chunk keys, artifact keys and the comparison markdown, parameter reporting, registry."""
+limiter schedule, chunk keys, artifact keys and the comparison markdown, parameter reporting, registry,
+the deployment flows' parameter schema."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +94,19 @@ def test_local_mode_runs_send_no_heartbeats_but_server_runs_do() -> None:
     with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:4200/api"}), local_mode_settings():
         assert get_current_settings().flows.heartbeat_frequency == default == 180
     assert get_current_settings().flows.heartbeat_frequency == default
+
+
+def test_deployment_flows_have_no_required_parameter() -> None:
+    """The Prefect UI's Run -> Quick run creates a run at once only when the flow's parameter schema lists
+    no required parameter; otherwise it opens a "Run Deployment" dialog. `config` defaults to the demo eval."""
+    from flows.config import DEMO_CONFIG
+    from flows.eval_flow import run_eval_config
+    from flows.regression_flow import regression_check
+
+    for deployed in (run_eval_config, regression_check):
+        schema = deployed.parameters.model_dump()
+        assert not schema.get("required"), f"{deployed.name}: {schema.get('required')}"
+        assert schema["properties"]["config"]["default"] == DEMO_CONFIG.model_dump(mode="json")
+        assert deployed.validate_parameters({})["config"] == DEMO_CONFIG
+    assert (Path(__file__).resolve().parents[2] / DEMO_CONFIG.dataset).is_file()
+    assert DEMO_CONFIG.name  # the regression check needs a run name

@@ -6,8 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rapidfuzz.distance import Levenshtein
+
 from scorers import ConfigError, ScorerInputError, ScorerResult, create_textual_difference_scorer
-from scorers.prebuilt.textual_difference import text_difference
+from scorers.prebuilt.textual_difference import VERSION, text_difference
+
+
+def non_equal_opcodes(source: str, target: str) -> int:
+    return sum(1 for op in Levenshtein.opcodes(source, target) if op.tag != "equal")
 
 
 def test_identical_texts_score_one() -> None:
@@ -91,3 +97,39 @@ def test_text_with_itself_scores_scale(text: str, scale: float) -> None:
 
 def test_text_difference_is_symmetric_in_ratio() -> None:
     assert text_difference("abcd", "abxd")["ratio"] == text_difference("abxd", "abcd")["ratio"]
+
+
+# Pairs on which the two directions' non-equal opcode counts differ: `changes` is the count of the edits
+# that turn the reference into the output (Mastra's direction), not of those that turn the output back.
+DIRECTIONAL = [
+    # (reference, output, changes reference -> output, count output -> reference)
+    ("ab", "bc", 1, 2),  # one replace of both characters; back: insert b, keep b, delete c
+    ("aa", "babb", 3, 2),
+    ("The capital of France is Paris.", "The capital of Fracae is Paris.", 1, 2),
+    ("The capital of France is Paris.", "The ckaital of France is Paris.", 2, 1),
+]
+
+
+@pytest.mark.parametrize(("reference", "output", "changes", "backwards"), DIRECTIONAL)
+def test_changes_count_the_edits_from_the_reference_to_the_output(
+    reference: str, output: str, changes: int, backwards: int
+) -> None:
+    assert (non_equal_opcodes(reference, output), non_equal_opcodes(output, reference)) == (changes, backwards)
+    scorer = create_textual_difference_scorer()
+    assert scorer.run(input="q", output=output, ground_truth=reference).analyze_step_result["changes"] == changes
+    # with no ground truth the input is the reference
+    assert scorer.run(input=reference, output=output).analyze_step_result["changes"] == changes
+    assert text_difference(output, reference)["changes"] == changes
+
+
+@settings(max_examples=200, deadline=None)
+@given(reference=st.text(alphabet="abc ", max_size=12), output=st.text(alphabet="abc ", max_size=12))
+def test_changes_is_the_non_equal_opcode_count_from_reference_to_output(reference: str, output: str) -> None:
+    # a small alphabet, so that pairs on which the two directions differ come up often
+    result = create_textual_difference_scorer().run(input="q", output=output, ground_truth=reference)
+    assert result.analyze_step_result["changes"] == non_equal_opcodes(reference, output)
+
+
+def test_version_is_bumped_for_the_direction_of_changes() -> None:
+    # version 1 counted opcodes(output, reference); cached analyze results of that version must not be reused
+    assert VERSION == "2" and create_textual_difference_scorer().version == "2"
