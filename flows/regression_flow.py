@@ -1,8 +1,8 @@
 """The scheduled regression check: run an eval, compare it with the previous run of the same name, and
 fail the flow run (red in the Prefect UI, visible to automations) when a scorer regressed.
 
-A regression uses the rule of `evalduck compare --fail-below`: the upper end of the 95% interval of the
-paired delta (this run minus the previous one) lies below `-max_drop`, so noise alone does not fail it.
+A regression is decided by `flows.gate`, the rule `evalduck compare --fail-below` uses too: the upper end of
+the 95% interval of the paired delta lies below `-max_drop`; a scorer without an interval is not gated.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from pydantic import BaseModel
 from flows.artifacts import artifact_key, comparison_markdown
 from flows.config import DEMO_CONFIG, EvalConfig
 from flows.eval_flow import EvalResult, run_eval_config
+from flows.gate import GateVerdict, gate, rule_text
 
-__all__ = ("regression_check", "RegressionDetected", "RegressionReport", "find_regressions")
+__all__ = ("regression_check", "RegressionDetected", "RegressionReport")
 
 
 class RegressionDetected(RuntimeError):
@@ -30,32 +31,17 @@ class RegressionReport(BaseModel):
     run_id: str
     previous_run_id: str | None
     regressed: list[str]
+    ungated: list[str] = []
     comparison: list[dict[str, Any]]
 
 
-def upper_bound(row: dict[str, Any]) -> float | None:
-    """The 95% upper bound of the paired delta, or the mean delta when too few items give no interval."""
-    bound = row.get("ci_high")
-    if bound is None or bound != bound:  # NULL, or NaN from a zero-variance single pair
-        bound = row.get("mean_delta")
-    return None if bound is None or bound != bound else float(bound)
-
-
-def find_regressions(comparison: list[dict[str, Any]], max_drop: float) -> list[str]:
-    """Scorer ids whose paired delta is credibly below `-max_drop`."""
-    return [
-        str(row["scorer_id"])
-        for row in comparison
-        if (bound := upper_bound(row)) is not None and bound < -max_drop
-    ]
-
-
-def verdict_markdown(result: EvalResult, regressed: list[str], max_drop: float) -> str:
+def verdict_markdown(result: EvalResult, verdict: GateVerdict, max_drop: float) -> str:
     """The verdict above the same comparison table the eval run shows."""
-    verdict = f"**REGRESSION** in {', '.join(regressed)}" if regressed else "no regression"
-    rule = f"a scorer fails when the 95% upper bound of its paired delta is below {0.0 - max_drop:+.3f}"
+    headline = f"**REGRESSION** in {', '.join(verdict.regressed)}" if verdict.regressed else "no regression"
+    ungated = (f"\n\nNot gated (fewer than 2 items scored in both runs): {', '.join(verdict.ungated)}"
+               if verdict.ungated else "")
     table = comparison_markdown(result.comparison or [], str(result.previous_run_id), result.run_id, result.name)
-    return f"# Regression check: {verdict}\n\n({rule})\n\n{table}"
+    return f"# Regression check: {headline}\n\n(a scorer fails when {rule_text(max_drop)}){ungated}\n\n{table}"
 
 
 @flow(name="evalduck-regression-check")
@@ -79,17 +65,20 @@ def regression_check(config: EvalConfig = DEMO_CONFIG, max_drop: float = 0.0) ->
         )
         logger.info("first run named %r: nothing to compare", config.name)
         return RegressionReport(run_id=result.run_id, previous_run_id=None, regressed=[], comparison=[])
-    regressed = find_regressions(result.comparison, max_drop)
+    verdict = gate(result.comparison, max_drop)
+    if verdict.ungated:
+        logger.warning("not gated (fewer than 2 items scored in both runs): %s", ", ".join(verdict.ungated))
     create_markdown_artifact(
-        verdict_markdown(result, regressed, max_drop),
+        verdict_markdown(result, verdict, max_drop),
         key=artifact_key(config.name, "regression"), description="regression check",
     )
-    if regressed:
+    if verdict.regressed:
         raise RegressionDetected(
-            f"{config.name}: {', '.join(regressed)} regressed against run {result.previous_run_id} "
-            f"(95% upper bound of the paired delta below {0.0 - max_drop:+.3f}); see the regression artifact"
+            f"{config.name}: {', '.join(verdict.regressed)} regressed against run {result.previous_run_id} "
+            f"({rule_text(max_drop)}); see the regression artifact"
         )
     logger.info("no regression against run %s", result.previous_run_id)
     return RegressionReport(
-        run_id=result.run_id, previous_run_id=result.previous_run_id, regressed=[], comparison=result.comparison
+        run_id=result.run_id, previous_run_id=result.previous_run_id, regressed=[], ungated=verdict.ungated,
+        comparison=result.comparison
     )

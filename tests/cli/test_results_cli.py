@@ -126,3 +126,20 @@ def test_results_commands_do_not_import_prefect() -> None:
     code = "import sys, flows.cli, flows.store; sys.exit(1 if 'prefect' in sys.modules else 0)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, "importing flows.cli imported prefect" + proc.stderr
+
+
+def test_the_cli_gate_and_the_regression_check_agree_on_one_paired_item(tmp_path: Path) -> None:
+    """One item that dropped by 0.5: no interval, so neither the CI gate nor the nightly check fails."""
+    from flows.gate import gate
+
+    db = tmp_path / "evals.duckdb"
+    store = Store(db)
+    _run(store, "before", "nightly", 0, [0.9])
+    _run(store, "after", "nightly", 1, [0.4])
+    comparison = store.compare("before", "after")
+    assert comparison[0]["mean_delta"] < -0.4 and comparison[0]["ci_high"] is None
+    code, out, err = _cli(db, "compare", "before", "after", "--fail-below", "0")
+    assert code == 0, out + err
+    assert "Not gated (fewer than 2 items scored in both runs): tone-scorer" in out
+    verdict = gate(comparison, 0.0)  # what regression_check applies to the same rows
+    assert verdict.regressed == [] and verdict.ungated == ["tone-scorer"]

@@ -1,0 +1,33 @@
+"""The one regression rule (`flows.gate`) of `evalduck compare --fail-below` and `regression_check`; the
+two agree on the same data in tests/cli/test_results_cli.py."""
+
+from __future__ import annotations
+
+import math
+
+from flows.gate import gate
+
+
+def row(scorer: str, mean_delta: float | None, ci_high: float | None) -> dict[str, object]:
+    return {"scorer_id": scorer, "mean_delta": mean_delta, "ci_low": None, "ci_high": ci_high}
+
+
+def test_upper_bound_below_zero_is_a_regression() -> None:
+    verdict = gate([row("tone-scorer", -0.2, -0.05), row("textual-difference-scorer", -0.1, 0.02)], max_drop=0.0)
+    assert verdict.regressed == ["tone-scorer"] and verdict.ungated == []
+
+
+def test_max_drop_tolerates_small_credible_drops() -> None:
+    rows = [row("tone-scorer", -0.04, -0.03)]
+    assert gate(rows, max_drop=0.05).regressed == []
+    assert gate(rows, max_drop=0.01).regressed == ["tone-scorer"]
+
+
+def test_without_an_interval_a_scorer_is_not_gated_whatever_its_mean_delta() -> None:
+    for ci_high in (None, math.nan):
+        verdict = gate([row("tone-scorer", -0.3, ci_high)], 0.0)
+        assert verdict.regressed == [] and verdict.ungated == ["tone-scorer"]
+
+
+def test_unchanged_scores_do_not_regress() -> None:
+    assert gate([row("tone-scorer", 0.0, 0.0)], 0.0).regressed == []
