@@ -10,7 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from flows.config import EvalConfig, ScorerSpec
+    from flows.config import EvalConfig, RunOptions, ScorerSpec
     from flows.eval_flow import EvalResult, run_eval_config, run_evals
 
 _PUBLIC: dict[str, str] = {
@@ -18,10 +18,11 @@ _PUBLIC: dict[str, str] = {
     "run_eval_config": "flows.eval_flow",
     "EvalResult": "flows.eval_flow",
     "EvalConfig": "flows.config",
+    "RunOptions": "flows.config",
     "ScorerSpec": "flows.config",
 }
 
-__all__ = ("run_evals", "run_eval_config", "EvalResult", "EvalConfig", "ScorerSpec")
+__all__ = ("run_evals", "run_eval_config", "EvalResult", "EvalConfig", "RunOptions", "ScorerSpec")
 
 
 def __getattr__(name: str) -> Any:

@@ -1,15 +1,17 @@
-"""EvalConfig: one eval run's settings as a pydantic model, so the Prefect UI renders it as a run form and
-the CLI, Python calls and deployments are validated the same way."""
+"""RunOptions (how an eval runs) and EvalConfig (what it evaluates, plus those options): pydantic models, so
+the Prefect UI renders a run form and the CLI, Python calls and deployments are validated the same way."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from scorers import ConfigError, describe_validation
 
-__all__ = ("EvalConfig", "ScorerSpec", "ScorerId", "SCORER_IDS", "DEFAULT_SCORERS", "DEMO_CONFIG", "default_cache_dir")
+__all__ = ("EvalConfig", "RunOptions", "bind_options", "ScorerSpec", "ScorerId", "SCORER_IDS", "DEFAULT_SCORERS", "DEMO_CONFIG", "default_cache_dir")
 
 ScorerId = Literal["answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer"]
 SCORER_IDS: tuple[str, ...] = ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
@@ -36,21 +38,15 @@ class ScorerSpec(BaseModel):
         return {"id": value} if isinstance(value, str) else value
 
 
-class EvalConfig(BaseModel):
-    """Everything one eval run needs. Field descriptions become the Prefect UI's form help."""
+class RunOptions(BaseModel):
+    """How an eval runs: the one list of run options, their defaults, bounds and help.
+
+    ``run_evals`` validates its keyword arguments through it, ``EvalConfig`` (the UI form, the CLI,
+    ``prefect.yaml``) is built on it, and the engine gets it whole.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    dataset: str = Field(description="Dataset file: .jsonl, .json, .csv or .parquet (relative to the working dir).")
-    scorers: list[ScorerSpec] = Field(
-        default_factory=lambda: [ScorerSpec(id=s) for s in DEFAULT_SCORERS],  # type: ignore[arg-type]
-        description="Scorers to run, each with options.",
-    )
-    target: str | None = Field(
-        default=None,
-        description="None: score each item's `output`; 'module:function' (sync or async, called with the "
-        "item's input); or 'model:<litellm model>'.",
-    )
     target_system_prompt: str | None = Field(default=None, description="System prompt for a 'model:' target.")
     target_api_base: str | None = Field(default=None, description="api_base for a 'model:' target.")
     judge_model: str | None = Field(
@@ -80,6 +76,47 @@ class EvalConfig(BaseModel):
         description="Judge and model requests in a child process (keeps litellm's CPU off the flow's loop); "
         "off: in the flow's process. litellm settings made in Python keep them there by themselves.",
     )
+
+
+def bind_options(base: RunOptions | None, given: Mapping[str, Any]) -> RunOptions:
+    """``base`` (or the defaults) with the fields in ``given`` replaced, checked again as a whole.
+
+    Raises:
+        ConfigError: a bad value or an unknown option, named (``model_copy(update=)`` would check nothing).
+    """
+    data = base.model_dump() if base is not None else {}
+    try:
+        return RunOptions.model_validate({**data, **given})
+    except ValidationError as exc:
+        raise ConfigError(describe_validation(exc)) from None
+
+
+class _WhatToEvaluate(BaseModel):
+    """The dataset, scorers and target of an eval: what ``run_evals`` takes as Python objects."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = Field(description="Dataset file: .jsonl, .json, .csv or .parquet (relative to the working dir).")
+    scorers: list[ScorerSpec] = Field(
+        default_factory=lambda: [ScorerSpec(id=s) for s in DEFAULT_SCORERS],  # type: ignore[arg-type]
+        description="Scorers to run, each with options.",
+    )
+    target: str | None = Field(
+        default=None,
+        description="None: score each item's `output`; 'module:function' (sync or async, called with the "
+        "item's input); or 'model:<litellm model>'.",
+    )
+
+
+class EvalConfig(RunOptions, _WhatToEvaluate):
+    """Everything one eval run needs: what to evaluate, then the run options (the form lists them in that
+    order). Field descriptions become the Prefect UI's form help."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def options(self) -> RunOptions:
+        """The run options alone."""
+        return RunOptions.model_validate(self.model_dump(include=set(RunOptions.model_fields)))
 
 
 # The default of the deployment flows' `config` parameter (run_eval_config, regression_check): the demo

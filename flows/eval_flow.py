@@ -37,7 +37,15 @@ from flows.artifacts import (  # noqa: E402
     publish_summary,
     summary_rows,
 )
-from flows.config import DEFAULT_SCORERS, DEMO_CONFIG, EvalConfig, ScorerSpec, default_cache_dir  # noqa: E402
+from flows.config import (  # noqa: E402
+    DEFAULT_SCORERS,
+    DEMO_CONFIG,
+    EvalConfig,
+    RunOptions,
+    ScorerSpec,
+    bind_options,
+    default_cache_dir,
+)
 from flows.datasets import Dataset, DatasetError, dataset_from_rows, load_dataset  # noqa: E402
 from flows.engine import FailFast, ItemResult, RunPlan, execute  # noqa: E402
 from flows.progress import current_sink  # noqa: E402
@@ -104,80 +112,65 @@ def _execute(
     data: Any,
     scorers: Sequence[Any],
     target: Any,
-    concurrency: int,
+    options: RunOptions,
     on_item_complete: Callable[[ItemResult], Any] | None,
-    name: str | None,
-    db: str | os.PathLike[str] | None,
-    judge_model: str | None = None,
-    judge_api_base: str | None = None,
-    target_system_prompt: str | None = None,
-    target_api_base: str | None = None,
-    judge_rpm: float | None = None,
-    cache_dir: str | os.PathLike[str] | None = None,
-    refresh: bool = False,
-    resume: str | None = None,
-    retries: int = 3,
-    retry_backoff_s: float = 1.0,
-    fail_fast: bool = False,
-    chunk_size: int = 2000,
-    progress_every: int = 25,
-    judge_process: bool = True,
     config: Mapping[str, Any] | None = None,
 ) -> EvalResult:
+    o = options
     logger = get_run_logger()
     sink = current_sink()
 
     # Everything that can be wrong with the inputs is found here, before any target or judge call.
     dataset = _load(data)
-    built, skipped = build_scorers(scorers or list(DEFAULT_SCORERS), judge_model=judge_model,
-                                   judge_api_base=judge_api_base)
+    built, skipped = build_scorers(scorers or list(DEFAULT_SCORERS), judge_model=o.judge_model,
+                                   judge_api_base=o.judge_api_base)
     for sk in skipped:
         logger.warning(sk.reason)
         if sink is not None:
             sink.note(sk.reason)
-    tgt = resolve_target(target, system_prompt=target_system_prompt, api_base=target_api_base)
+    tgt = resolve_target(target, system_prompt=o.target_system_prompt, api_base=o.target_api_base)
     if not tgt.calls:
         missing = [f"{i.where} (item {i.item_id!r})" for i in dataset.items if i.output is None]
         if missing and built:
             raise DatasetError([f"{m}: missing `output` (no target given, so each item's `output` is scored)"
                                 for m in missing], path=dataset.source)
 
-    store = Store(db if db is not None else default_db_path())
+    store = Store(o.db if o.db is not None else default_db_path())
     flow_ctx = FlowRunContext.get()
     flow_run_id = str(flow_ctx.flow_run.id) if flow_ctx and flow_ctx.flow_run else None
     todo: set[tuple[str, str]] | None = None
     previous: str | None = None
-    if resume:
-        run_id = store.resolve_run(resume)
+    if o.resume:
+        run_id = store.resolve_run(o.resume)
         done = store.completed_cells(run_id)
         all_ids = [s.id for s in built] + [s.scorer_id for s in skipped]
         todo = {(i.item_id, sid) for i in dataset.items for sid in all_ids} - done
         logger.info("resuming run %s: %d cell(s) to compute", run_id, len(todo))
     else:
         run_id = str(uuid.uuid4())
-        if name:
+        if o.name:
             try:
-                previous = store.resolve_run(name)
+                previous = store.resolve_run(o.name)
             except UnknownRunError:
                 previous = None
     run_config = dict(config or {})
     run_config.setdefault("scorers", [{"id": s.id, "version": s.version, "options": dict(s.options)} for s in built])
     run_config.setdefault("target", tgt.label)
-    store.start_run(run_id, name, dataset.source, dataset.hash, run_config, flow_run_id,
+    store.start_run(run_id, o.name, dataset.source, dataset.hash, run_config, flow_run_id,
                     items=[i.store_record() for i in dataset.items])
 
-    folder = Path(cache_dir) if cache_dir else default_cache_dir()
+    folder = Path(o.cache_dir) if o.cache_dir else default_cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    opts = TaskOptions(cache_dir=folder.resolve(), retries=retries, backoff_s=retry_backoff_s, refresh=refresh)
-    progress = ProgressArtifact(artifact_key(name, "progress"), progress_every)
+    opts = TaskOptions(cache_dir=folder.resolve(), retries=o.retries, backoff_s=o.retry_backoff_s, refresh=o.refresh)
+    progress = ProgressArtifact(artifact_key(o.name, "progress"), o.progress_every)
     plan = RunPlan(
         run_id=run_id, items=dataset.items, scorers=built, skipped=skipped, target=tgt, store=store, opts=opts,
-        concurrency=concurrency, judge_rpm=judge_rpm, fail_fast=fail_fast, chunk_size=chunk_size, todo=todo,
+        concurrency=o.concurrency, judge_rpm=o.judge_rpm, fail_fast=o.fail_fast, chunk_size=o.chunk_size, todo=todo,
         on_item_complete=on_item_complete, on_progress=progress.update, sink=sink,
     )
 
     calls_models = tgt.settings is not None or any(step.is_judge for s in built for step in s.steps)
-    use_child = judge_process and calls_models
+    use_child = o.judge_process and calls_models
     changed = litellm_settings_made_in_python() if use_child else []
     if changed:  # after resolve_target: a target module may set them at import
         use_child = False
@@ -203,10 +196,10 @@ def _execute(
                 await progress.drain()
             rows = summary_rows(store.run_summary(run_id).scorers)
             comparison = store.compare(previous, run_id) if previous else None
-            await publish_summary(artifact_key(name, "summary"), rows, f"evalduck run {run_id} ({len(dataset)} items)")
+            await publish_summary(artifact_key(o.name, "summary"), rows, f"evalduck run {run_id} ({len(dataset)} items)")
             if comparison is not None and previous is not None:
-                await publish_comparison(artifact_key(name, "comparison"),
-                                         comparison_markdown(comparison, previous, run_id, name),
+                await publish_comparison(artifact_key(o.name, "comparison"),
+                                         comparison_markdown(comparison, previous, run_id, o.name),
                                          f"run {run_id} vs previous run {previous}")
             return rows, comparison
 
@@ -229,7 +222,7 @@ def _execute(
         "scorers": {r["scorer"]: {k: v for k, v in r.items() if k != "scorer"} for r in rows},
     }
     logger.info("run %s: %s", run_id, ", ".join(f"{k}={v}" for k, v in scores.items()))
-    return EvalResult(run_id=run_id, name=name, scores=scores, summary=summary, db=str(store.path),
+    return EvalResult(run_id=run_id, name=o.name, scores=scores, summary=summary, db=str(store.path),
                       previous_run_id=previous, comparison=comparison)
 
 
@@ -254,11 +247,21 @@ class _EvalsFlow(Flow[..., EvalResult]):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         bound = inspect.signature(self.fn).bind_partial(*args, **kwargs)
+        # Bad options fail here, before a flow run exists (the body binds them again, for direct calls).
+        bind_options(bound.arguments.get("options"),
+                     {k: v for k, v in bound.arguments.items() if k in RunOptions.model_fields and v is not None})
         data = bound.arguments.get("data")
         if data is not None and not isinstance(data, (str, os.PathLike, _Rows, Dataset)):
             bound.arguments["data"] = _Rows(data)
         with local_mode_settings():
             return super().__call__(*bound.args, **bound.kwargs)
+
+    def with_options(self, *args: Any, **kwargs: Any) -> "_EvalsFlow":  # type: ignore[override]
+        """Prefect's copy with new options is a plain ``Flow`` (it calls ``Flow(...)``), which would send
+        in-memory rows to the API again; the copy keeps this class (it adds behaviour, not state)."""
+        copy = super().with_options(*args, **kwargs)
+        copy.__class__ = _EvalsFlow
+        return copy  # type: ignore[return-value]
 
     def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
         params = dict(parameters)
@@ -278,24 +281,32 @@ def _run_evals(
     data: Any,
     scorers: Any = None,
     target: Any = None,
-    concurrency: int = 8,
+    concurrency: int | None = None,
     on_item_complete: Any = None,
     name: str | None = None,
     db: str | None = None,
+    *,
+    options: RunOptions | None = None,
     judge_model: str | None = None,
     judge_api_base: str | None = None,
     judge_rpm: float | None = None,
     target_system_prompt: str | None = None,
     target_api_base: str | None = None,
     cache_dir: str | None = None,
-    refresh: bool = False,
+    refresh: bool | None = None,
     resume: str | None = None,
-    retries: int = 3,
-    retry_backoff_s: float = 1.0,
-    fail_fast: bool = False,
-    judge_process: bool = True,
+    retries: int | None = None,
+    retry_backoff_s: float | None = None,
+    fail_fast: bool | None = None,
+    chunk_size: int | None = None,
+    progress_every: int | None = None,
+    judge_process: bool | None = None,
 ) -> EvalResult:
     """Run scorers over a dataset and store every result in DuckDB.
+
+    The run options (``concurrency`` and every keyword after ``options``) are ``RunOptions`` fields, with
+    their defaults, bounds and help there; a keyword given here overrides the same field of ``options``,
+    and each is checked as the UI form and the CLI check it (``ConfigError`` names the bad one).
 
     Args:
         data: rows (dicts with ``input`` and optional ``output``, ``groundTruth``, ``requestContext``, ``id``,
@@ -303,33 +314,19 @@ def _run_evals(
         scorers: Scorer objects and/or scorer ids ("tone-scorer", ...); default: the three prebuilt ones.
         target: None (score each item's ``output``), a callable (sync or async, called with the item's
             input), "module:function", or "model:<litellm model>".
-        concurrency: items in flight at once.
+        concurrency: items in flight at once (default 8).
         on_item_complete: called once per item with an ``ItemResult`` (sync or async).
         name: run name; the previous run of the same name is compared with this one.
         db: DuckDB file (default $EVALDUCK_DB, else ./evals.duckdb).
-        judge_model: litellm model for judge scorers given by id (default $EVALDUCK_JUDGE_MODEL).
-        judge_api_base: OpenAI-compatible server for those judges.
-        judge_rpm: judge requests per minute for the whole run.
-        target_system_prompt: system prompt of a "model:" target.
-        target_api_base: api_base of a "model:" target.
-        cache_dir: step cache folder (default $EVALDUCK_CACHE_DIR, else ./.evalduck/cache).
-        refresh: ignore cached results (fresh target/judge calls), and overwrite them.
-        resume: a run id or name: compute only its missing or errored cells.
-        retries: retries of transient target/judge errors (429, 5xx, timeouts, invalid judge JSON).
-        retry_backoff_s: first retry delay, doubled each retry, jittered; Retry-After is a floor.
-        fail_fast: stop at the first cell that ends in error (default: record it and go on).
+        options: a ``RunOptions`` to start from (e.g. one shared by several calls).
         judge_process: send judge and model requests through a child process (default), which keeps
             litellm's CPU work off the flow's event loop; False keeps them in this process. The child sees
             environment variables only: a run that finds litellm settings made in Python (callbacks,
             ``litellm.api_key``...) keeps its requests in this process and logs one warning line.
     """
-    return _execute(
-        data=data, scorers=scorers or list(DEFAULT_SCORERS), target=target, concurrency=concurrency,
-        on_item_complete=on_item_complete, name=name, db=db, judge_model=judge_model,
-        judge_api_base=judge_api_base, judge_rpm=judge_rpm, target_system_prompt=target_system_prompt,
-        target_api_base=target_api_base, cache_dir=cache_dir, refresh=refresh, resume=resume, retries=retries,
-        retry_backoff_s=retry_backoff_s, fail_fast=fail_fast, judge_process=judge_process,
-    )
+    given = {key: value for key, value in locals().items() if key in RunOptions.model_fields and value is not None}
+    return _execute(data=data, scorers=scorers or list(DEFAULT_SCORERS), target=target,
+                    options=bind_options(options, given), on_item_complete=on_item_complete)
 
 
 run_evals: _EvalsFlow = _EvalsFlow(_run_evals, name="run-evals", persist_result=False, log_prints=False)
@@ -343,16 +340,8 @@ def run_eval_config(config: EvalConfig = DEMO_CONFIG) -> EvalResult:
         config: dataset, scorers with options, target, judge model, concurrency, run name, database...
             (default: the demo eval, datasets/demo.jsonl, run name "demo").
     """
-    return _execute(
-        data=config.dataset, scorers=list(config.scorers), target=config.target, concurrency=config.concurrency,
-        on_item_complete=None, name=config.name, db=config.db, judge_model=config.judge_model,
-        judge_api_base=config.judge_api_base, target_system_prompt=config.target_system_prompt,
-        target_api_base=config.target_api_base, judge_rpm=config.judge_rpm, cache_dir=config.cache_dir,
-        refresh=config.refresh, resume=config.resume, retries=config.retries,
-        retry_backoff_s=config.retry_backoff_s, fail_fast=config.fail_fast, chunk_size=config.chunk_size,
-        progress_every=config.progress_every, judge_process=config.judge_process,
-        config=config.model_dump(mode="json"),
-    )
+    return _execute(data=config.dataset, scorers=list(config.scorers), target=config.target,
+                    options=config.options(), on_item_complete=None, config=config.model_dump(mode="json"))
 
 
 __all__ += ("FailFast", "ScorerSpec")

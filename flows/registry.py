@@ -11,11 +11,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
 from scorers import (
+    ConfigError,
     Scorer,
     create_answer_relevancy_scorer,
     create_textual_difference_scorer,
     create_tone_scorer,
+    describe_validation,
 )
 
 from scorers.prebuilt.answer_relevancy import VERSION as ANSWER_RELEVANCY_VERSION
@@ -51,7 +54,12 @@ def no_judge_message(scorer_id: str) -> str:
 
 
 def _spec(value: Any) -> ScorerSpec:
-    return value if isinstance(value, ScorerSpec) else ScorerSpec.model_validate(value)
+    if isinstance(value, ScorerSpec):
+        return value
+    try:
+        return ScorerSpec.model_validate(value)
+    except ValidationError as exc:
+        raise ConfigError(f"scorer {value!r}: {describe_validation(exc, noun='scorer field')}") from None
 
 
 def build_scorers(
@@ -63,7 +71,7 @@ def build_scorers(
     """Scorer objects pass through; ids/specs are built from the registry with their options.
 
     Raises:
-        ValueError: bad options (the factory's ConfigError), or two scorers with the same id.
+        ValueError: an unknown scorer id or bad options (ConfigError), or two scorers with the same id.
     """
     built: list[Scorer] = []
     skipped: list[Skipped] = []

@@ -119,10 +119,12 @@ class TaskOptions:
     backoff_s: float = 1.0
     refresh: bool = False
 
-    def retry_kwargs(self) -> dict[str, Any]:
-        delays = exponential_backoff(self.backoff_s)(max(self.retries, 1)) if self.backoff_s > 0 else 0
+    def retry_kwargs(self, retries: int | None = None) -> dict[str, Any]:
+        """Prefect's retry settings: ``retries`` (a scorer's own) or the run's."""
+        retries = self.retries if retries is None else retries
+        delays = exponential_backoff(self.backoff_s)(max(retries, 1)) if self.backoff_s > 0 else 0
         return {
-            "retries": self.retries,
+            "retries": retries,
             "retry_delay_seconds": delays,
             "retry_jitter_factor": JITTER if self.backoff_s > 0 else None,
             "retry_condition_fn": _retry_transient,
@@ -162,10 +164,18 @@ async def _code_chunk(cache_key: str | None, span: str, job: Job) -> str:
     return json.dumps(await job.call(), separators=(",", ":"))
 
 
+def scorer_retries(step: Step) -> int | None:
+    """The retries a scorer was given itself (its judge's ``retries`` option), which win over the run's;
+    None when it was left at its default."""
+    judge = step.judge
+    return judge.retries if judge is not None and "retries" in judge.model_fields_set else None
+
+
 def judge_step_task(step: Step, opts: TaskOptions) -> Task[..., Any]:
     """``<scorer id>.<step>`` per item, e.g. ``answer-relevancy-scorer.analyze[q-7]`` in the UI."""
     return _judge_step.with_options(
-        name=step.label, task_run_name=f"{step.label}[{{item_id}}]", **opts.retry_kwargs(), **opts.cache_kwargs()
+        name=step.label, task_run_name=f"{step.label}[{{item_id}}]", **opts.retry_kwargs(scorer_retries(step)),
+        **opts.cache_kwargs(),
     )
 
 

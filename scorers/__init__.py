@@ -17,6 +17,7 @@ from scorers._errors import (
     JudgeTransientError,
     ScorerInputError,
     StepResultError,
+    describe_validation,
 )
 from scorers._judge import JudgeSettings
 from scorers._result import JudgeUsage, ScorerResult, StepOutput
@@ -46,4 +47,5 @@ __all__ = (
     "JudgeTransientError",
     "JudgeConfigError",
     "InvalidJudgeAnswer",
+    "describe_validation",
 )

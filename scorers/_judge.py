@@ -88,8 +88,8 @@ class JudgeSettings(BaseModel):
         Raises:
             ConfigError: no model anywhere, or an invalid setting.
         """
-        if isinstance(judge, JudgeSettings):
-            data: dict[str, Any] = judge.model_dump()
+        if isinstance(judge, JudgeSettings):  # what it left at the defaults stays unset (see model_fields_set)
+            data: dict[str, Any] = judge.model_dump(exclude_unset=True)
         elif isinstance(judge, str):
             data = {"model": judge}
         else:
