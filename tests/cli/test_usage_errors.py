@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from flows.store import Store
 
 PREFECT_IMPORTED = "<prefect was imported>"
 # The console script's entry point, plus a note at exit when the command imported prefect.
@@ -56,15 +57,37 @@ def usage_error(done: subprocess.CompletedProcess[str], *expected: str) -> str:
 
 # ---- messages that need nothing but the command line: (test id, arguments, texts in the message) ------------
 
+SCORERS = ("'answer-relevancy-scorer'", "'tone-scorer'", "'textual-difference-scorer'")
 RUN = ("run", "data.jsonl")
 SIMPLE = [
+    # run: options that EvalConfig checks, named by the one helper
+    ("unknown-scorer", (*RUN, "--scorer", "no-such-scorer"),
+     ("--scorer must be one of", *SCORERS, "got 'no-such-scorer'")),
+    ("short-scorer-option", (*RUN, "-s", "tone"), ("--scorer must be one of", "got 'tone'")),
+    ("scorer-twice", (*RUN, "-s", "tone-scorer", "-s", "tone-scorer"), ("--scorer 'tone-scorer': given twice",)),
+    ("judge-rpm-zero", (*RUN, "--judge-rpm", "0"), ("--judge-rpm must be greater than 0, got 0",)),
     ("judge-rpm-word", (*RUN, "--judge-rpm", "fast"), ("--judge-rpm must be a number, got 'fast'",)),
-    # typer's own checks, said the same way
+    # run: typer's own checks, said the same way
     ("concurrency-range", (*RUN, "--concurrency", "0"), ("--concurrency must be between 1 and 256, got 0",)),
     ("concurrency-word", (*RUN, "--concurrency", "many"), ("--concurrency must be a whole number, got 'many'",)),
     ("retries-range", (*RUN, "--retries", "11"), ("--retries must be between 0 and 10, got 11",)),
     ("unknown-option", (*RUN, "--bogus"), ("No such option: --bogus",)),
     ("missing-dataset-argument", ("run",), ("Missing argument", "dataset")),
+    # run: targets, resolved before Prefect starts
+    ("target-not-importable", (*RUN, "--target", "no_such_module_xyz:answer"),
+     ("--target 'no_such_module_xyz:answer': cannot import module 'no_such_module_xyz'",
+      "No module named 'no_such_module_xyz'")),
+    ("target-no-such-function", (*RUN, "--target", "os:no_such_function"),
+     ("--target 'os:no_such_function': module 'os' has no attribute 'no_such_function'",)),
+    ("target-not-callable", (*RUN, "--target", "os:sep"), ("--target 'os:sep': 'sep' is not callable",)),
+    ("target-model-without-model", (*RUN, "--target", "model:"),
+     ("--target 'model:': needs a litellm model after 'model:'", "'model:openai/gpt-4o-mini'")),
+    ("target-of-neither-form", (*RUN, "--target", "answer"),
+     ("--target 'answer': expected 'module:function' or 'model:<litellm model>'",)),
+    ("target-with-markup", (*RUN, "--target", "a[/]b:f"), ("--target 'a[/]b:f': cannot import module 'a[/]b'",)),
+    # run: the dataset path
+    ("dataset-missing", ("run", "missing.jsonl"), ("DATASET 'missing.jsonl': no such dataset file",)),
+    ("dataset-with-markup", ("run", "[bold]x[/].jsonl"), ("DATASET '[bold]x[/].jsonl': no such dataset file",)),
     # results commands
     ("runs-limit-range", ("runs", "--limit", "0"), ("--limit must be at least 1, got 0",)),
     ("show-worst-range", ("show", "latest", "--worst", "-1"), ("--worst must be at least 0, got -1",)),
@@ -86,12 +109,80 @@ def test_unknown_option_says_where_help_is(work: Path) -> None:
     assert done.stderr.strip().splitlines()[1:] == ["Try 'evalduck run --help' for help."]
 
 
-# ---- --db -------------------------------------------------------------------------------------------------------
+def test_two_bad_options_get_a_line_each(work: Path) -> None:
+    done = evalduck(work, "run", "data.jsonl", "--scorer", "nope", "--judge-rpm", "-5")
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "pydantic.dev" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("error: --scorer must be one of") and lines[0].endswith("got 'nope'")
+    assert lines[1] == "error: --judge-rpm must be greater than 0, got -5"
+
+
+def test_target_module_that_fails_while_importing(work: Path) -> None:
+    (work / "broken_agent.py").write_text("raise RuntimeError('missing API key')\n")
+    done = evalduck(work, "run", "data.jsonl", "--target", "broken_agent:answer", PYTHONPATH=str(work))
+    usage_error(done, "--target 'broken_agent:answer': cannot import module 'broken_agent'",
+                "RuntimeError: missing API key")
+
+
+def test_dataset_that_is_a_folder(work: Path) -> None:
+    (work / "datasets").mkdir()
+    usage_error(evalduck(work, "run", "datasets"), "DATASET 'datasets': is a folder, not a dataset file",
+                ".jsonl, .ndjson, .json, .csv, .parquet")
+
+
+def test_dataset_with_an_unknown_extension(work: Path) -> None:
+    (work / "data.txt").write_text("hello\n")
+    usage_error(evalduck(work, "run", "data.txt"), "DATASET 'data.txt': unknown dataset format '.txt'",
+                "use one of .jsonl, .ndjson, .json, .csv, .parquet")
+
+
+def test_bad_rows_are_no_usage_error(work: Path) -> None:
+    """Errors in the data keep exit 1 and their file:line messages (markup in the data is printed as is)."""
+    (work / "bad.jsonl").write_text('{"input": "ok", "output": "fine"}\n{"input": ["[/]"], "output": "x"}\n')
+    done = evalduck(work, "run", "bad.jsonl")
+    assert done.returncode == 1, done.stderr
+    assert "bad.jsonl line 2: `input` must be a string" in done.stderr and "got ['[/]']" in done.stderr
+    assert "Traceback" not in done.stderr and PREFECT_IMPORTED not in done.stderr
+
+
+# ---- run: --db and --resume -----------------------------------------------------------------------------------
+
+
+def test_db_in_a_folder_that_does_not_exist(work: Path) -> None:
+    db = work / "nowhere" / "evals.duckdb"
+    usage_error(evalduck(work, "--db", str(db), "run", "data.jsonl"),
+                f"--db '{db}': folder {work / 'nowhere'} does not exist")
+
+
+def test_db_that_is_a_folder(work: Path) -> None:
+    usage_error(evalduck(work, "--db", str(work), "run", "data.jsonl"),
+                f"--db '{work}': is a folder, not a DuckDB file")
 
 
 def test_evalduck_db_is_named_when_the_path_came_from_it(work: Path) -> None:
     db = work / "nowhere" / "evals.duckdb"
     usage_error(evalduck(work, "runs", EVALDUCK_DB=str(db)), f"EVALDUCK_DB (--db) '{db}': folder", "does not exist")
+
+
+def test_resume_with_no_database_yet(work: Path) -> None:
+    usage_error(evalduck(work, "run", "data.jsonl", "--resume", "nightly"),
+                "--resume 'nightly': no run to resume:", "evals.duckdb does not exist yet")
+    assert not (work / "evals.duckdb").exists()
+
+
+def test_resume_with_a_run_that_is_not_in_the_database(work: Path) -> None:
+    store = Store(work / "evals.duckdb")
+    store.start_run("run-1", "nightly", "data.jsonl", "h", {})
+    store.finish_run("run-1", "completed")
+    usage_error(evalduck(work, "run", "data.jsonl", "--resume", "nigthly"),
+                "--resume:", "no run with id or name 'nigthly'", "latest, previous", "Recent runs: run-1 (nightly)")
+
+
+def test_resume_on_a_file_that_is_not_duckdb_is_no_usage_error(work: Path) -> None:
+    (work / "notes.duckdb").write_text("not a database [/]\n")
+    done = evalduck(work, "--db", "notes.duckdb", "run", "data.jsonl", "--resume", "nightly")
+    assert done.returncode == 1 and "not a valid DuckDB database file" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and PREFECT_IMPORTED not in done.stderr
 
 
 # ---- serve ----------------------------------------------------------------------------------------------------
@@ -126,3 +217,15 @@ def test_serve_outside_the_project(work: Path) -> None:
 def test_serve_prefect_file_that_is_missing(work: Path) -> None:
     usage_error(serve(work, "--prefect-file", "deploy.yaml"),
                 "--prefect-file 'deploy.yaml': no such file")
+
+
+# ---- the installed script -------------------------------------------------------------------------------------
+
+
+def test_installed_script_reports_usage_errors_the_same_way(work: Path) -> None:
+    script = Path(sys.executable).with_name("evalduck")
+    done = subprocess.run([str(script), "run", "data.jsonl", "--scorer", "nope"], cwd=work, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[1:] == ["Try 'evalduck run --help' for help."]
+    assert done.stderr.startswith("error: --scorer must be one of 'answer-relevancy-scorer'")
