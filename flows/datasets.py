@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from flows.store.ids import canonical_json, item_ids
 
-__all__ = ("DatasetError", "DatasetItem", "Dataset", "load_dataset", "dataset_from_rows", "SUFFIXES")
+__all__ = (
+    "DatasetError", "DatasetPathError", "DatasetItem", "Dataset", "load_dataset", "dataset_from_rows", "SUFFIXES",
+)
 
 SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
 _MAX_REPORTED = 10
@@ -35,6 +37,15 @@ class DatasetError(ValueError):
         more = len(self.problems) - len(shown)
         text = "\n".join(shown) + (f"\n... and {more} more problem(s)" if more > 0 else "")
         super().__init__(text)
+
+
+class DatasetPathError(DatasetError):
+    """A path that names no dataset file (missing, a folder, an unknown format): the caller's mistake, not the
+    data's. ``problem`` is the message without the path."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.problem = problem
+        super().__init__([f"{path}: {problem}"], path=str(path))
 
 
 class _Row(BaseModel):
@@ -259,21 +270,24 @@ def load_dataset(path: str | Path) -> Dataset:
     """Read and validate a dataset file (by suffix: .jsonl/.ndjson, .json, .csv, .parquet).
 
     Raises:
-        DatasetError: a missing file, an unknown format, or bad rows (all of them, with file and line).
+        DatasetPathError: a missing file, a folder, or an unknown format.
+        DatasetError: bad rows (all of them, with file and line).
     """
     path = Path(path)
+    if path.is_dir():
+        raise DatasetPathError(path, f"is a folder, not a dataset file ({', '.join(SUFFIXES)})")
     if not path.is_file():
-        raise DatasetError([f"{path}: no such dataset file"], path=str(path))
+        raise DatasetPathError(path, "no such dataset file")
     suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        known = f"unknown dataset format {suffix!r}" if suffix else "no extension to tell the dataset format by"
+        raise DatasetPathError(path, f"{known} (use one of {', '.join(SUFFIXES)})")
     if suffix in (".jsonl", ".ndjson"):
         located: Sequence[tuple[str, Any]] = list(_jsonl_rows(path))
     elif suffix == ".json":
         located = _json_rows(path)
     elif suffix == ".csv":
         located = list(_csv_rows(path))
-    elif suffix == ".parquet":
-        located = _parquet_rows(path)
     else:
-        raise DatasetError([f"{path}: unknown dataset format {suffix!r} (use one of {', '.join(SUFFIXES)})"],
-                           path=str(path))
+        located = _parquet_rows(path)
     return _validate(located, str(path), path=str(path))

@@ -22,7 +22,12 @@ KEY_FORMAT = "evalduck-target-v1"
 
 
 class TargetError(ValueError):
-    """A target string that cannot be resolved."""
+    """A target string that cannot be resolved: ``spec`` is the target as given, ``problem`` what is wrong."""
+
+    def __init__(self, spec: str | None, problem: str) -> None:
+        self.spec = spec
+        self.problem = problem
+        super().__init__(f"target {spec!r}: {problem}" if spec is not None else f"target {problem}")
 
 
 def _digest(components: dict[str, Any]) -> str:
@@ -104,17 +109,18 @@ class Target:
 def _import_callable(spec: str) -> Callable[..., Any]:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
-        raise TargetError(f"target {spec!r}: expected 'module:function' or 'model:<litellm model>'")
+        raise TargetError(spec, "expected 'module:function' or 'model:<litellm model>'")
     try:
         obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise TargetError(f"target {spec!r}: cannot import module {module_name!r} ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - any failure of the module's own code is the target's problem
+        shown = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
+        raise TargetError(spec, f"cannot import module {module_name!r} ({shown})") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise TargetError(f"target {spec!r}: module {module_name!r} has no attribute {attr!r}")
+            raise TargetError(spec, f"module {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise TargetError(f"target {spec!r}: {attr!r} is not callable")
+        raise TargetError(spec, f"{attr!r} is not callable")
     return obj
 
 
@@ -136,11 +142,11 @@ def resolve_target(
         identity = _callable_identity(target)
         return Target(kind="callable", label=identity["name"], fn=target, identity=identity)
     if not isinstance(target, str):
-        raise TargetError(f"target must be None, a callable or a string, got {type(target).__name__}")
+        raise TargetError(None, f"must be None, a callable or a string, got {type(target).__name__}")
     if target.startswith("model:"):
         model = target.removeprefix("model:").strip()
         if not model:
-            raise TargetError("target 'model:' needs a litellm model, e.g. 'model:openai/gpt-4o-mini'")
+            raise TargetError(target, "needs a litellm model after 'model:', e.g. 'model:openai/gpt-4o-mini'")
         settings = JudgeSettings(model=model, api_base=api_base, timeout=timeout)
         identity = {"kind": "model", **settings.key_fields(), "system_prompt": system_prompt}
         return Target(kind="model", label=target, settings=settings, system_prompt=system_prompt, identity=identity)

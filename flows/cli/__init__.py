@@ -4,7 +4,8 @@ Adding commands: write `flows/cli/<name>.py` that does `from flows.cli import ap
 functions with `@app.command()`, then add one import line at the bottom of this file. Keep heavy
 imports (prefect, litellm) inside the command functions, so `evalduck sql/runs/show/compare` start fast.
 Commands reach the database path with `db_path(ctx)` (the global `--db`, else EVALDUCK_DB, else
-./evals.duckdb).
+./evals.duckdb). A bad option value is `fail(message, ctx)`: exit 2 with the message as `error: ...`, the form
+every usage error takes (flows/cli/errors.py).
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from typing import Annotated
 
 import typer
 
-__all__ = ("app", "main", "db_path")
+from flows.cli.errors import UsageErrorsGroup, fail, label, value_error
+
+__all__ = ("app", "main", "db_path", "fail")
 
 app = typer.Typer(
     name="evalduck",
+    cls=UsageErrorsGroup,
     help="Evaluations of LLM applications as Prefect flows, with every result in DuckDB.",
     no_args_is_help=True,
     add_completion=False,
@@ -37,10 +41,21 @@ def _global_options(
 
 
 def db_path(ctx: typer.Context) -> Path:
-    """The results file chosen by `--db`, EVALDUCK_DB or the default, for any command."""
+    """The results file chosen by `--db`, EVALDUCK_DB or the default, for any command.
+
+    A usage error (exit 2) when it names a folder, or a file in a folder that does not exist: the file
+    itself is created on first use, its folder never is.
+    """
     root = ctx.find_root()
     obj = root.obj if isinstance(root.obj, dict) else {}
-    return Path(obj.get("db") or "evals.duckdb")
+    path = Path(obj.get("db") or "evals.duckdb")
+    full = path.expanduser().absolute()
+    if full.is_dir():
+        fail(value_error(label(ctx, "db"), path, f"is a folder, not a DuckDB file (e.g. {full / 'evals.duckdb'})"), ctx)
+    if not full.parent.is_dir():
+        fail(value_error(label(ctx, "db"), path, f"folder {full.parent} does not exist (create it, or name a file "
+                         "in an existing folder)"), ctx)
+    return path
 
 
 def main() -> None:

@@ -13,9 +13,10 @@ from typing import Annotated, Any
 import duckdb
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from flows.cli import app, db_path
+from flows.cli import app, db_path, fail
 from flows.store import Store, StoreError
 
 __all__ = ("runs", "show", "compare", "sql")
@@ -47,7 +48,7 @@ def _store(ctx: typer.Context) -> Iterator[Store]:
     try:
         yield Store(db_path(ctx))
     except StoreError as exc:
-        _consoles.err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        _consoles.err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
         raise typer.Exit(USAGE_ERROR) from exc
 
 
@@ -210,8 +211,7 @@ def sql(
 ) -> None:
     """Run SQL on the results file (read-only unless --write)."""
     if output not in ("table", "csv", "json"):
-        _consoles.err.print(f"error: --format must be table, csv or json, got {output!r}", highlight=False)
-        raise typer.Exit(USAGE_ERROR)
+        fail(f"--format must be one of table, csv or json, got {output!r}", ctx)
     with _store(ctx) as store:
         try:
             result = store.sql(query, list(param) if param else None, write=write)

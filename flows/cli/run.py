@@ -10,13 +10,18 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from flows.cli import app, db_path
+from flows.cli import app, db_path, fail
+from flows.cli.errors import config_error, label, value_error
+
+if TYPE_CHECKING:
+    from flows.config import EvalConfig
 
 __all__ = ("run",)
 
@@ -43,6 +48,54 @@ def _summary_table(result: Any) -> Table:
                 row += ["–", "–"]
         table.add_row(*row)
     return table
+
+
+def _stop(err: Console, exc: Exception, code: int) -> NoReturn:
+    """An error that is not a usage error (bad rows, the store, the run): its message as is, then exit."""
+    err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+    raise typer.Exit(code) from None
+
+
+# EvalConfig fields set by an option of another name (the others share theirs), for naming it in errors.
+_PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt", "refresh": "no_cache"}
+
+
+def _check_usage(ctx: typer.Context, err: Console, config: EvalConfig) -> None:
+    """What EvalConfig cannot see: a scorer given twice, the dataset file and its rows, whether the target
+    resolves, and whether the run to resume is in the database. Usage errors exit 2; bad rows exit 1."""
+    from flows.datasets import DatasetError, DatasetPathError, load_dataset
+    from flows.targets import TargetError, resolve_target
+
+    ids = [s.id for s in config.scorers]
+    twice = next((i for n, i in enumerate(ids) if i in ids[:n]), None)
+    if twice is not None:
+        fail(value_error(label(ctx, "scorer"), twice, "given twice (a run scores each item once per scorer)"), ctx)
+    try:
+        load_dataset(config.dataset)
+    except DatasetPathError as exc:
+        fail(value_error(label(ctx, "dataset"), config.dataset, exc.problem), ctx)
+    except DatasetError as exc:  # the data's fault, not a usage error: every bad row with its file and line
+        _stop(err, exc, 1)
+    try:
+        resolve_target(config.target, system_prompt=config.target_system_prompt)
+    except TargetError as exc:
+        fail(value_error(label(ctx, "target"), exc.spec, exc.problem), ctx)
+    if config.resume:
+        _check_resume(ctx, err, db_path(ctx), config.resume)
+
+
+def _check_resume(ctx: typer.Context, err: Console, db: Path, ref: str) -> None:
+    from flows.store import Store, StoreError, UnknownRunError
+
+    option = label(ctx, "resume")
+    if not db.exists():
+        fail(value_error(option, ref, f"no run to resume: {db} does not exist yet"), ctx)
+    try:
+        Store(db).resolve_run(ref)
+    except UnknownRunError as exc:
+        fail(f"{option}: {exc}", ctx)
+    except StoreError as exc:  # not a DuckDB file, a newer schema, locked: as the run itself would say it
+        _stop(err, exc, 1)
 
 
 @app.command()
@@ -96,15 +149,10 @@ def run(
     from pydantic import ValidationError
 
     from flows.config import EvalConfig
-    from flows.datasets import DatasetError, load_dataset
-    from flows.eval_flow import run_eval_config
-    from flows.prefect_env import local_mode_settings
-    from flows.progress import RichProgress, use_sink
-    from flows.store import StoreError, UnknownRunError
-    from flows.targets import TargetError
 
     err = Console(stderr=True, soft_wrap=True)
     out = Console(width=None if sys.stdout.isatty() else 120)
+    # Every usage error is found here, in a second, before Prefect (and its local server) start.
     try:
         chosen: dict[str, Any] = {"scorers": list(scorer)} if scorer else {}
         config = EvalConfig(
@@ -114,24 +162,25 @@ def run(
             retries=retries, fail_fast=fail_fast, judge_process=judge_process,
         )
     except ValidationError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
-    try:  # fail in a second on a bad dataset, before Prefect (and its local server) start
-        load_dataset(dataset)
-    except DatasetError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(1) from None
+        raise config_error(ctx, exc, EvalConfig, _PARAM_OF_FIELD) from None
+    _check_usage(ctx, err, config)
+
+    from flows.datasets import DatasetError
+    from flows.eval_flow import run_eval_config
+    from flows.prefect_env import local_mode_settings
+    from flows.progress import RichProgress, use_sink
+    from flows.store import StoreError, UnknownRunError
+    from flows.targets import TargetError
+
     api = os.environ.get("PREFECT_API_URL")
     err.print(f"[dim]Prefect: {'server ' + api if api else 'local mode (set PREFECT_API_URL to use a server)'}[/dim]")
     try:
         with use_sink(RichProgress(err)), local_mode_settings():
             result = run_eval_config(config)
     except (DatasetError, TargetError, UnknownRunError) as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(2 if isinstance(exc, UnknownRunError) else 1) from None
+        _stop(err, exc, 2 if isinstance(exc, UnknownRunError) else 1)
     except (StoreError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(1) from None
+        _stop(err, exc, 1)
     out.print(_summary_table(result))
     errored = sum(s["errored"] for s in result.summary["scorers"].values())
     if errored:

@@ -7,8 +7,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from flows.cli import app, db_path
+from flows.cli import app, db_path, fail
+from flows.cli.errors import label, value_error
 
 _console = Console(highlight=False, soft_wrap=True)
 
@@ -35,12 +37,14 @@ def _configured_api_url() -> str | None:
 def serve(
     ctx: typer.Context,
     project_dir: Annotated[Path, typer.Option(help="The evalduck checkout holding prefect.yaml.")] = Path("."),
-    port: Annotated[int, typer.Option(envvar="EVALDUCK_PORT", help="Port of a local server started here.")] = 4200,
+    port: Annotated[
+        int, typer.Option(envvar="EVALDUCK_PORT", min=1, max=65535, help="Port of a local server started here.")
+    ] = 4200,
     host: Annotated[str, typer.Option(help="Interface of a local server started here.")] = "127.0.0.1",
     cache_dir: Annotated[Path | None, typer.Option(envvar="EVALDUCK_CACHE_DIR", help="Step cache folder.")] = None,
     prefect_file: Annotated[Path | None, typer.Option(help="Deployments to create (default prefect.yaml).")] = None,
     state_dir: StateDir = None,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for a new server's /api/health.")] = 180.0,
+    timeout: Annotated[float, typer.Option(min=1, help="Seconds to wait for a new server's /api/health.")] = 180.0,
 ) -> None:
     """Start a Prefect server (unless PREFECT_API_URL names one), deploy prefect.yaml, start a worker.
 
@@ -51,9 +55,13 @@ def serve(
     from flows.server import serve as start
 
     project = project_dir.resolve()
+    if not project.is_dir():
+        fail(value_error(label(ctx, "project_dir"), project_dir, "no such folder (name the evalduck checkout)"), ctx)
     if not (project / "prefect.yaml").exists() and prefect_file is None:
-        _console.print(f"[red]{project} holds no prefect.yaml: run this from the evalduck checkout.[/red]")
-        raise typer.Exit(2)
+        fail(value_error(label(ctx, "project_dir"), project, "holds no prefect.yaml (run this from the evalduck "
+                         "checkout, or name it with --project-dir)"), ctx)
+    if prefect_file is not None and not prefect_file.is_file():
+        fail(value_error(label(ctx, "prefect_file"), prefect_file, "no such file"), ctx)
     options = ServeOptions(
         project_dir=project,
         state_dir=(state_dir or project / ".evalduck").resolve(),
@@ -68,7 +76,7 @@ def serve(
     try:
         start(options, say=_say)
     except ServeError as exc:
-        _console.print(f"[red]evalduck serve: {exc}[/red]")
+        _console.print(f"[red]evalduck serve: {escape(str(exc))}[/red]")
         raise typer.Exit(1) from exc
 
 
@@ -84,5 +92,5 @@ def stop(
     try:
         end((state_dir or project_dir.resolve() / ".evalduck").resolve(), say=_say)
     except ServeError as exc:
-        _console.print(f"[red]evalduck stop: {exc}[/red]")
+        _console.print(f"[red]evalduck stop: {escape(str(exc))}[/red]")
         raise typer.Exit(1) from exc

@@ -27,7 +27,7 @@ def test_stop_with_nothing_started_says_so(tmp_path: Path) -> None:
 def test_serve_outside_the_project_is_refused(tmp_path: Path) -> None:
     done = evalduck("serve", "--project-dir", str(tmp_path), "--state-dir", str(tmp_path / "state"), cwd=tmp_path)
     assert done.returncode == 2
-    assert "holds no prefect.yaml" in done.stdout
+    assert "holds no prefect.yaml" in done.stderr
     assert not (tmp_path / "state").exists()
 
 

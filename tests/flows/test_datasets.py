@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows.datasets import DatasetError, dataset_from_rows, load_dataset
+from flows.datasets import DatasetError, DatasetPathError, dataset_from_rows, load_dataset
 
 
 def _write(path: Path, text: str) -> Path:
@@ -62,3 +62,9 @@ def test_unknown_format_and_missing_file(tmp_path: Path) -> None:
         load_dataset(tmp_path / "nope.jsonl")
     with pytest.raises(DatasetError, match="unknown dataset format '.txt'"):
         load_dataset(_write(tmp_path / "d.txt", "x"))
+    # a path that names no dataset file is the caller's mistake: told apart from bad rows, the path kept apart
+    with pytest.raises(DatasetPathError) as err:
+        load_dataset(tmp_path)
+    assert err.value.problem.startswith("is a folder, not a dataset file") and str(err.value).startswith(str(tmp_path))
+    with pytest.raises(DatasetPathError, match="no extension to tell the dataset format by"):
+        load_dataset(_write(tmp_path / "Makefile", "x"))

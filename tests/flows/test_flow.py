@@ -92,4 +92,4 @@ def test_cli_run_prints_the_summary_table(judge: FakeOpenAIServer, tmp_path: Pat
     assert second.exit_code == 0, second.output
     assert "Δ prev" in second.output and "+0.000" in second.output  # compared with the previous "cli" run
     bad = CliRunner().invoke(app, ["--db", str(db), "run", str(tmp_path / "missing.jsonl")])
-    assert bad.exit_code == 1 and "no such dataset file" in bad.output
+    assert bad.exit_code == 2 and "no such dataset file" in bad.output  # a usage error, before Prefect starts

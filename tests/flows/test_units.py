@@ -11,6 +11,7 @@ import pytest
 
 from flows.artifacts import artifact_key, comparison_markdown, summary_rows
 from flows.registry import build_scorers
+from flows.targets import TargetError, resolve_target
 from flows.tasks import RateLimiter, StepCacheKey, chunk_key, is_transient
 from scorers import InvalidJudgeAnswer, JudgeConfigError, JudgeTransientError
 
@@ -70,6 +71,18 @@ def test_registry_builds_with_options_and_skips_without_judge(monkeypatch: pytes
         build_scorers(["tone-scorer", "tone-scorer"])
     with pytest.raises(ValueError):
         build_scorers([{"id": "tone-scorer", "options": {"scale": -1}}])
+
+
+def test_target_errors_keep_the_target_apart_from_the_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "broken_agent.py").write_text("raise RuntimeError('no key')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(TargetError) as err:  # any failure while importing, not only ImportError
+        resolve_target("broken_agent:answer")
+    assert (err.value.spec, err.value.problem) == ("broken_agent:answer",
+                                                   "cannot import module 'broken_agent' (RuntimeError: no key)")
+    assert str(err.value) == "target 'broken_agent:answer': cannot import module 'broken_agent' (RuntimeError: no key)"
+    with pytest.raises(TargetError, match=r"^target 'model: ': needs a litellm model after 'model:'"):
+        resolve_target("model: ")
 
 
 def test_in_memory_rows_are_reported_not_sent() -> None:

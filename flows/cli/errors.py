@@ -1,0 +1,183 @@
+"""Usage errors as a CLI says them: `error: <option> <rule>, got <value>` and a `Try ... --help` line, exit 2.
+
+Every usage error of every command goes through `UsageErrorsGroup`, the app's group class: typer's own
+(a bad number, a missing argument, an unknown option), the pydantic errors behind typer's conversions, and
+the `OptionError`s that commands raise. `describe` is the one place that turns a pydantic error into an
+option-named sentence, for typer's conversions and for `EvalConfig` alike. Only pydantic and rich here: no
+prefect import, so a usage error is reported in well under a second.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import typer
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+from rich.markup import escape
+from typer.core import TyperGroup
+
+__all__ = ("OptionError", "UsageErrorsGroup", "describe", "fail", "label", "value_error", "config_error")
+
+# click's exception classes, whether typer vendors click (typer._click) or uses the click package.
+_click_exceptions = sys.modules[typer.BadParameter.__module__]
+ClickUsageError: type[Exception] = _click_exceptions.UsageError
+_NoArgsIsHelp: tuple[type[Exception], ...] = tuple(
+    c for c in (getattr(_click_exceptions, "NoArgsIsHelpError", None),) if c is not None
+)
+
+_BOUNDS = {"greater_than_equal": "ge", "less_than_equal": "le", "greater_than": "gt", "less_than": "lt"}
+_RULES = {
+    "ge": "must be at least {}",
+    "le": "must be at most {}",
+    "gt": "must be greater than {}",
+    "lt": "must be less than {}",
+}
+_KINDS = {
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "int_type": "must be a whole number",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "bool_parsing": "must be true or false",
+}
+
+
+class OptionError(ClickUsageError):  # type: ignore[misc, valid-type]
+    """A usage error whose message already names the option, the value given and the rule (exit 2)."""
+
+
+def fail(message: str, ctx: typer.Context | None = None) -> NoReturn:
+    """Stop the command with a usage error (exit 2); `message` is plain text (never rich markup)."""
+    raise OptionError(message, ctx)
+
+
+def _shown(value: Any, bare: bool = True) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value) if bare or not isinstance(value, str) else repr(value)
+
+
+def describe(error: Mapping[str, Any], option: str, low: Any = None, high: Any = None) -> str:
+    """One pydantic error as `<option> <rule>, got <value>`; `low`/`high`, when both known, give the range."""
+    kind = error.get("type", "")
+    ctx = error.get("ctx") or {}
+    bound = _BOUNDS.get(kind)
+    if bound in ("ge", "le") and low is not None and high is not None:
+        rule = f"must be between {_shown(low)} and {_shown(high)}"
+    elif bound is not None:
+        rule = _RULES[bound].format(_shown(ctx.get(bound)))
+    elif kind == "literal_error":
+        rule = f"must be one of {ctx.get('expected')}"
+    elif kind in _KINDS:
+        rule = _KINDS[kind]
+    else:
+        msg = str(error.get("msg", "is not valid")).removeprefix("Value error, ")
+        rule = msg[:1].lower() + msg[1:]
+    # A number that broke a bound is shown as typed; anything else quoted, so '' and ' x' read as such.
+    return f"{option} {rule}, got {_shown(error.get('input'), bare=bound is not None)}"
+
+
+def value_error(option: str, value: Any, problem: str) -> str:
+    """`<option> '<value>': <problem>`, for values that are well-formed but name nothing usable."""
+    return f"{option} {str(value)!r}: {problem}"
+
+
+def label(ctx: typer.Context, name: str) -> str:
+    """How the user gave parameter `name` (of this command or a parent): `--concurrency`, `DATASET`, or the
+    environment variable with the option (`EVALDUCK_DB (--db)`) when the value came from there."""
+    here: typer.Context | None = ctx
+    while here is not None:
+        for param in here.command.params:
+            if param.name == name:
+                return _param_label(here, param)
+        here = here.parent
+    return name
+
+
+def _param_label(ctx: Any, param: Any) -> str:
+    source = ctx.get_parameter_source(param.name) if param.name else None
+    envvar = getattr(param, "envvar", None)
+    if getattr(param, "param_type_name", "") == "argument":
+        return (param.name or "").upper()
+    opts = list(param.opts)
+    option = next((o for o in opts if o.startswith("--")), opts[0] if opts else str(param.name))
+    if source is not None and source.name == "ENVIRONMENT" and isinstance(envvar, str):
+        return f"{envvar} ({option})"
+    return option
+
+
+def _param_bounds(param: Any) -> tuple[Any, Any]:
+    info = getattr(getattr(param, "type_descriptor", None), "parameter_info", None)
+    return getattr(info, "min", None), getattr(info, "max", None)
+
+
+def _field_bounds(model: type[BaseModel], field: str) -> tuple[Any, Any]:
+    info = model.model_fields.get(field)
+    metadata = info.metadata if info is not None else []
+    low = next((m.ge for m in metadata if getattr(m, "ge", None) is not None), None)
+    high = next((m.le for m in metadata if getattr(m, "le", None) is not None), None)
+    return low, high
+
+
+def config_error(
+    ctx: typer.Context, exc: ValidationError, model: type[BaseModel], param_of: Mapping[str, str]
+) -> OptionError:
+    """A model's validation error as one option-named line per problem.
+
+    `param_of` maps the model's field names to the command's parameter names where they differ."""
+    lines = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else ""
+        low, high = _field_bounds(model, field)
+        lines.append(describe(error, label(ctx, param_of.get(field, field)), low, high))
+    return OptionError("\n".join(lines), ctx)
+
+
+def _message(exc: Any) -> str:
+    cause = exc.__cause__
+    param, ctx = getattr(exc, "param", None), getattr(exc, "ctx", None)
+    if isinstance(cause, ValidationError) and cause.errors() and param is not None and ctx is not None:
+        return describe(cause.errors()[0], _param_label(ctx, param), *_param_bounds(param))
+    return exc.format_message()
+
+
+def show(exc: Any) -> None:
+    """Print a usage error to stderr: the message, then where help is."""
+    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    for line in _message(exc).splitlines() or [""]:
+        err.print(f"[red]error:[/red] {escape(line)}")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and ctx.command.get_help_option(ctx) is not None:
+        err.print(escape(f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help."), style="dim")
+
+
+@contextmanager
+def _reported() -> Iterator[None]:
+    try:
+        yield
+    except _NoArgsIsHelp:
+        raise
+    except ClickUsageError as exc:
+        show(exc)
+        raise typer.Exit(getattr(exc, "exit_code", 2)) from None
+
+
+class UsageErrorsGroup(TyperGroup):
+    """The app's group: usage errors from parsing any command, or raised by one, are printed by `show`.
+
+    Parsing the group's own options happens in `make_context`; the subcommand's, and the command itself, in
+    `invoke`. Both paths raise `typer.Exit`, which typer turns into the exit status (also under CliRunner).
+    """
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with _reported():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _reported():
+            return super().invoke(ctx)
+
