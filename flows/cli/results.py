@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from flows.cli import app, db_path, fail
+from flows.gate import gate, rule_text
 from flows.store import Store, StoreError
 
 __all__ = ("runs", "show", "compare", "sql")
@@ -154,14 +155,13 @@ def compare(
     for column in ("scorer", "mean A", "mean B", "Δ (B-A)", "95% CI", "paired", "+/-/=", "errors A/B"):
         table.add_column(column, justify="left" if column == "scorer" else "right")
     table.add_column("warning", overflow="fold")
-    failing: list[str] = []
+    verdict = gate(rows, fail_below) if fail_below is not None else None
+    failing = verdict.regressed if verdict is not None else []
     for row in rows:
         ci = f"[{_num(row['ci_low'], signed=True)}, {_num(row['ci_high'], signed=True)}]"
-        regressed = fail_below is not None and row["ci_high"] is not None and row["ci_high"] < -fail_below
-        if regressed:
-            failing.append(row["scorer_id"])
         table.add_row(
-            ("[red]" if regressed else "") + row["scorer_id"], _num(row["mean_a"]), _num(row["mean_b"]),
+            ("[red]" if row["scorer_id"] in failing else "") + escape(row["scorer_id"]), _num(row["mean_a"]),
+            _num(row["mean_b"]),
             _num(row["mean_delta"], signed=True), ci, str(row["n_paired"]),
             f"{row['n_improved']}/{row['n_regressed']}/{row['n_unchanged']}", f"{row['n_errors_a']}/{row['n_errors_b']}",
             row["warning"] or "",
@@ -181,22 +181,19 @@ def compare(
         only = sorted(scorers_of.get(run_id, set()) - scorers_of.get(other, set()))
         if only:
             _consoles.out.print(f"Scored in run {label} only: {', '.join(only)} (not compared)", highlight=False)
-    if fail_below is not None:
-        ungated = [row["scorer_id"] for row in rows if row["ci_high"] is None]
-        if ungated:
-            _consoles.out.print(
-                f"Not gated (fewer than 2 items scored in both runs): {', '.join(ungated)}", highlight=False
-            )
-        if not failing:
-            _consoles.out.print(
-                f"OK: no scorer's 95% upper bound on the paired delta is below -{fail_below:g}", highlight=False
-            )
-    if failing:
-        _consoles.err.print(
-            f"REGRESSION: {', '.join(failing)}: the 95% upper bound of the paired delta is below -{fail_below:g}",
+    if verdict is None:
+        return
+    if verdict.ungated:
+        _consoles.out.print(
+            f"Not gated (fewer than 2 items scored in both runs): {escape(', '.join(verdict.ungated))}",
             highlight=False,
         )
-        raise typer.Exit(REGRESSION)
+    if not failing:
+        _consoles.out.print(f"OK: no scorer's 95% upper bound on the paired delta is below -{fail_below:g}",
+                            highlight=False)
+        return
+    _consoles.err.print(f"REGRESSION: {escape(', '.join(failing))}: {rule_text(fail_below or 0.0)}", highlight=False)
+    raise typer.Exit(REGRESSION)
 
 
 @app.command()

@@ -56,7 +56,8 @@ def _stop(err: Console, exc: Exception, code: int) -> NoReturn:
     raise typer.Exit(code) from None
 
 
-# EvalConfig fields set by an option of another name (the others share theirs), for naming it in errors.
+# EvalConfig fields set by an option of another name (the others share theirs), for naming it in errors;
+# tests/cli/test_run_options.py checks that every RunOptions field has its option, with the same default.
 _PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt", "refresh": "no_cache"}
 
 
@@ -77,7 +78,7 @@ def _check_usage(ctx: typer.Context, err: Console, config: EvalConfig) -> None:
     except DatasetError as exc:  # the data's fault, not a usage error: every bad row with its file and line
         _stop(err, exc, 1)
     try:
-        resolve_target(config.target, system_prompt=config.target_system_prompt)
+        resolve_target(config.target, system_prompt=config.target_system_prompt, api_base=config.target_api_base)
     except TargetError as exc:
         fail(value_error(label(ctx, "target"), exc.spec, exc.problem), ctx)
     if config.resume:
@@ -112,6 +113,9 @@ def run(
         typer.Option(help="'module:function' or 'model:<litellm model>'; default: score each item's output."),
     ] = None,
     system_prompt: Annotated[Optional[str], typer.Option(help="System prompt for a 'model:' target.")] = None,
+    target_api_base: Annotated[
+        Optional[str], typer.Option(help="OpenAI-compatible server for a 'model:' target (its api_base).")
+    ] = None,
     judge_model: Annotated[
         Optional[str], typer.Option(help="litellm model for the judge [default: EVALDUCK_JUDGE_MODEL].")
     ] = None,
@@ -129,6 +133,13 @@ def run(
         Optional[Path], typer.Option(help="Step cache folder [default: EVALDUCK_CACHE_DIR, else .evalduck/cache].")
     ] = None,
     retries: Annotated[int, typer.Option(min=0, max=10, help="Retries of transient target/judge errors.")] = 3,
+    retry_backoff_s: Annotated[
+        float, typer.Option(min=0.0, help="First retry delay in seconds; doubles each retry (jittered).")
+    ] = 1.0,
+    chunk_size: Annotated[int, typer.Option(min=1, help="Items per task for cheap code steps.")] = 2000,
+    progress_every: Annotated[
+        int, typer.Option(min=1, help="Update the Prefect UI's progress artifact every N items.")
+    ] = 25,
     fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Stop at the first cell that ends in error.")] = False,
     judge_process: Annotated[
         bool,
@@ -150,6 +161,8 @@ def run(
 
     from flows.config import EvalConfig
 
+    if os.getcwd() not in sys.path:  # `--target mymod:fn` finds mymod.py here, as `python -m` would
+        sys.path.insert(0, os.getcwd())
     err = Console(stderr=True, soft_wrap=True)
     out = Console(width=None if sys.stdout.isatty() else 120)
     # Every usage error is found here, in a second, before Prefect (and its local server) start.
@@ -159,7 +172,8 @@ def run(
             dataset=str(dataset), **chosen, target=target, target_system_prompt=system_prompt, judge_model=judge_model,
             judge_api_base=judge_api_base, judge_rpm=judge_rpm, concurrency=concurrency, name=name,
             db=str(db_path(ctx)), cache_dir=str(cache_dir) if cache_dir else None, refresh=no_cache, resume=resume,
-            retries=retries, fail_fast=fail_fast, judge_process=judge_process,
+            retries=retries, fail_fast=fail_fast, judge_process=judge_process, target_api_base=target_api_base,
+            retry_backoff_s=retry_backoff_s, chunk_size=chunk_size, progress_every=progress_every,
         )
     except ValidationError as exc:
         raise config_error(ctx, exc, EvalConfig, _PARAM_OF_FIELD) from None

@@ -68,7 +68,7 @@ def user_env(api_url: str, judge: FakeOpenAIServer, tmp_path: Path) -> Iterator[
         "ROWS": json.dumps(ROWS),
         "DB": str(tmp_path / "evals.duckdb"),
         "CACHE": str(tmp_path / "cache"),
-        "PYTHONPATH": str(tmp_path),
+        "PYTHONPATH": str(tmp_path),  # a kernel's and pytest's path need not hold their working folder
     }
     yield env
 
@@ -152,9 +152,10 @@ def test_the_cli_with_a_module_target(user_env: dict[str, str], judge: FakeOpenA
     dataset = tmp_path / "data.jsonl"
     dataset.write_text("".join(json.dumps({"id": r["id"], "input": r["input"]}) + "\n" for r in ROWS))
     cli = Path(sys.executable).with_name("evalduck")
+    env = {k: v for k, v in user_env.items() if k != "PYTHONPATH"}  # user_target.py is found in the cwd
     proc = _run([str(cli), "--db", user_env["DB"], "run", str(dataset), "-s", SCORER, "--target",
                  "user_target:answer", "--judge-model", "openai/fake-judge", "--judge-api-base", judge.base_url,
-                 "--cache-dir", user_env["CACHE"]], user_env, tmp_path)
+                 "--cache-dir", user_env["CACHE"]], env, tmp_path)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     # The CLI prints a table; the scores themselves are read back from the results file.
     import duckdb

@@ -1,0 +1,34 @@
+"""`evalduck run` has an option for every RunOptions field and no run option of its own, each with the
+model's default, so the CLI, the UI form and `run_evals` cannot drift apart."""
+
+from __future__ import annotations
+
+import typer.main
+
+from flows.cli import app
+from flows.cli.run import _PARAM_OF_FIELD
+from flows.config import EvalConfig, RunOptions
+
+# Options of `run` that are not run options: what to evaluate, and how the terminal shows it.
+NOT_RUN_OPTIONS = {"dataset", "scorers", "target", "verbose"}
+GLOBAL = {"db"}  # `evalduck --db PATH run ...`, shared by every command
+
+
+def _run_params() -> dict[str, object]:
+    command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    field_of = {param: field for field, param in _PARAM_OF_FIELD.items()}
+    return {field_of.get(p.name, p.name): p for p in command.params}
+
+
+def test_every_run_option_has_a_cli_option_and_back() -> None:
+    params = _run_params()
+    assert set(params) - NOT_RUN_OPTIONS == set(RunOptions.model_fields) - GLOBAL
+    assert set(_PARAM_OF_FIELD) <= set(EvalConfig.model_fields)
+
+
+def test_cli_defaults_are_the_models() -> None:
+    params = _run_params()
+    for field, info in RunOptions.model_fields.items():
+        if field in GLOBAL:
+            continue
+        assert params[field].default == info.default, field  # type: ignore[attr-defined]
