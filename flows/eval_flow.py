@@ -54,6 +54,7 @@ from flows.store import Store, UnknownRunError, default_db_path  # noqa: E402
 from flows.targets import resolve_target  # noqa: E402
 from flows.tasks import TaskOptions  # noqa: E402
 from flows.judge_process import JudgeProcess, leased_judge_process, litellm_settings_made_in_python  # noqa: E402
+from flows.local_server import reuse_recorded_server  # noqa: E402
 from scorers._judge import judge_requests_via  # noqa: E402
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult")
@@ -72,6 +73,7 @@ class EvalResult(BaseModel):
     status: str = "completed"
     previous_run_id: str | None = None
     comparison: list[dict[str, Any]] | None = None
+    flow_run_id: str | None = Field(default=None, description="the Prefect flow run that ran it")
 
 
 def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
@@ -223,7 +225,7 @@ def _execute(
     }
     logger.info("run %s: %s", run_id, ", ".join(f"{k}={v}" for k, v in scores.items()))
     return EvalResult(run_id=run_id, name=o.name, scores=scores, summary=summary, db=str(store.path),
-                      previous_run_id=previous, comparison=comparison)
+                      previous_run_id=previous, comparison=comparison, flow_run_id=flow_run_id)
 
 
 class _Rows:
@@ -253,7 +255,7 @@ class _EvalsFlow(Flow[..., EvalResult]):
         data = bound.arguments.get("data")
         if data is not None and not isinstance(data, (str, os.PathLike, _Rows, Dataset)):
             bound.arguments["data"] = _Rows(data)
-        with local_mode_settings():
+        with reuse_recorded_server(), local_mode_settings():
             return super().__call__(*bound.args, **bound.kwargs)
 
     def with_options(self, *args: Any, **kwargs: Any) -> "_EvalsFlow":  # type: ignore[override]

@@ -49,8 +49,9 @@ class ServeState(BaseModel):
     server_pid: int | None = Field(None, description="None when an already running server was reused")
     worker_pid: int | None = None
     work_pool: str = WORK_POOL
-    db_path: str
+    db_path: str | None = Field(None, description="the worker's results file; None for a server `run` started")
     project_dir: str
+    prefect_home: str | None = Field(None, description="the server's PREFECT_HOME (its database)")
     started_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
 
@@ -79,6 +80,14 @@ def write_state(state_dir: Path, state: ServeState) -> None:
 def prefect_executable() -> str:
     """The `prefect` script of the running interpreter's environment, so a bare `python` on PATH never matters."""
     return str(Path(sys.executable).with_name("prefect"))
+
+
+def configured_api_url() -> str | None:
+    """PREFECT_API_URL from the environment or the active Prefect profile (imports Prefect)."""
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().api.url
+    return str(url).rstrip("/") if url else None
 
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -351,6 +360,10 @@ def _ensure_server(
             )
         say(f"Using the Prefect server at {options.api_url} (PREFECT_API_URL); it will not be stopped by `stop`.")
         return options.api_url, None
+    if previous is not None and previous.server_pid is not None and is_alive(previous.server_pid, "server") \
+            and is_healthy(previous.api_url):  # e.g. the one `evalduck run` started for this folder
+        say(f"Prefect server already running at {previous.api_url} (pid {previous.server_pid}).")
+        return previous.api_url, previous.server_pid
     api_url = f"http://{options.host}:{options.port}/api"
     if is_healthy(api_url):
         ours = previous.server_pid if previous is not None and previous.api_url == api_url else None
@@ -376,6 +389,7 @@ def _state(options: ServeOptions, api_url: str, server_pid: int | None, worker_p
     return ServeState(
         api_url=api_url, ui_url=ui_url_for(api_url), server_pid=server_pid, worker_pid=worker_pid,
         db_path=str(options.db_path), project_dir=str(options.project_dir),
+        prefect_home=os.environ.get("PREFECT_HOME") or str(Path.home() / ".prefect"),
     )
 
 

@@ -99,6 +99,39 @@ def _check_resume(ctx: typer.Context, err: Console, db: Path, ref: str) -> None:
         _stop(err, exc, 1)
 
 
+def _server_for_run(err: Console, flag: bool) -> str | None:
+    """The API URL of the server this run records to, or None for Prefect's temporary one (see
+    flows/local_server.py for the order); says which in one line."""
+    from flows.local_server import ephemeral, local_server, project_state_dir
+    from flows.server import ServeError, configured_api_url
+
+    configured = configured_api_url()
+    if configured:
+        err.print(f"[dim]Prefect: server {escape(configured)} (PREFECT_API_URL)[/dim]")
+        return configured
+    if ephemeral(flag):
+        err.print("[dim]Prefect: a temporary local server for this run (--ephemeral, EVALDUCK_EPHEMERAL or CI)[/dim]")
+        return None
+    try:
+        state = local_server(project_state_dir(), say=lambda line: err.print(escape(line), highlight=False))
+    except ServeError as exc:
+        err.print(f"[red]error:[/red] could not start a local Prefect server: {escape(str(exc))} "
+                  "(--ephemeral runs without one)", highlight=False)
+        raise typer.Exit(1) from None
+    err.print(f"[dim]Prefect: server {escape(state.api_url)} (this folder's; UI at {escape(state.ui_url)})[/dim]")
+    return state.api_url
+
+
+def _api(api_url: str | None) -> Any:
+    """Prefect's settings pointed at ``api_url`` for the run (environment changes after Prefect's import
+    are not seen), or left as they are."""
+    import contextlib
+
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    return temporary_settings(updates={PREFECT_API_URL: api_url}) if api_url else contextlib.nullcontext()
+
+
 @app.command()
 def run(
     ctx: typer.Context,
@@ -149,6 +182,11 @@ def run(
             "event loop), or in this process.",
         ),
     ] = True,
+    ephemeral: Annotated[
+        bool,
+        typer.Option("--ephemeral", help="Use Prefect's temporary server for this run, as in CI (also "
+                     "EVALDUCK_EPHEMERAL=1): nothing is left running, and the run is in no UI."),
+    ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's own log lines too.")] = False,
 ) -> None:
     """Score DATASET with the scorers, store every result in DuckDB, print the summary."""
@@ -183,13 +221,13 @@ def run(
     from flows.eval_flow import run_eval_config
     from flows.prefect_env import local_mode_settings
     from flows.progress import RichProgress, use_sink
+    from flows.server import ui_url_for
     from flows.store import StoreError, UnknownRunError
     from flows.targets import TargetError
 
-    api = os.environ.get("PREFECT_API_URL")
-    err.print(f"[dim]Prefect: {'server ' + api if api else 'local mode (set PREFECT_API_URL to use a server)'}[/dim]")
+    api_url = _server_for_run(err, ephemeral)
     try:
-        with use_sink(RichProgress(err)), local_mode_settings():
+        with use_sink(RichProgress(err)), _api(api_url), local_mode_settings():
             result = run_eval_config(config)
     except (DatasetError, TargetError, UnknownRunError) as exc:
         _stop(err, exc, 2 if isinstance(exc, UnknownRunError) else 1)
@@ -199,5 +237,7 @@ def run(
     errored = sum(s["errored"] for s in result.summary["scorers"].values())
     if errored:
         err.print(f"[yellow]{errored} cell(s) ended in error: see `evalduck show {result.run_id}`[/yellow]")
-    out.print(f"[dim]results in {result.db}; try `evalduck show {result.name or result.run_id}`[/dim]")
+    if api_url and result.flow_run_id:
+        out.print(f"[dim]flow run: {escape(ui_url_for(api_url))}/runs/flow-run/{result.flow_run_id}[/dim]")
+    out.print(f"[dim]results in {escape(result.db)}; try `evalduck show {escape(result.name or result.run_id)}`[/dim]")
     sys.stdout.flush()

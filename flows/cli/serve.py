@@ -25,14 +25,6 @@ def _say(line: str) -> None:
     _console.print(line)
 
 
-def _configured_api_url() -> str | None:
-    """PREFECT_API_URL from the environment or the active Prefect profile."""
-    from prefect.settings import get_current_settings
-
-    url = get_current_settings().api.url
-    return str(url).rstrip("/") if url else None
-
-
 @app.command()
 def serve(
     ctx: typer.Context,
@@ -51,7 +43,7 @@ def serve(
     The worker's runs write to the global `--db` file (EVALDUCK_DB, default ./evals.duckdb), resolved
     to an absolute path so UI-triggered, scheduled and `evalduck run` runs share it.
     """
-    from flows.server import ServeError, ServeOptions
+    from flows.server import ServeError, ServeOptions, configured_api_url
     from flows.server import serve as start
 
     project = project_dir.resolve()
@@ -69,7 +61,7 @@ def serve(
         cache_dir=(cache_dir or project / ".evalduck" / "cache").resolve(),
         host=host,
         port=port,
-        api_url=_configured_api_url(),
+        api_url=configured_api_url(),
         prefect_file=prefect_file.resolve() if prefect_file else None,
         health_timeout=timeout,
     )

@@ -9,8 +9,8 @@ from flows.cli import app
 from flows.cli.run import _PARAM_OF_FIELD
 from flows.config import EvalConfig, RunOptions
 
-# Options of `run` that are not run options: what to evaluate, and how the terminal shows it.
-NOT_RUN_OPTIONS = {"dataset", "scorers", "target", "verbose"}
+# Options of `run` that are not run options: what to evaluate, how the terminal shows it, which server.
+NOT_RUN_OPTIONS = {"dataset", "scorers", "target", "verbose", "ephemeral"}
 GLOBAL = {"db"}  # `evalduck --db PATH run ...`, shared by every command
 
 

@@ -1,0 +1,145 @@
+"""Which Prefect server a run talks to, and the one local server per project folder that runs reuse.
+
+Prefect's local mode starts a temporary server for every process and stops it at exit: ~10 s per run
+here, and the runs never show in a UI. So `evalduck run` uses, in order:
+
+1. the server named by ``PREFECT_API_URL`` (or the active Prefect profile);
+2. the server recorded in this folder's state file (``.evalduck/serve.json``, written by `evalduck serve`
+   or by an earlier run), when it answers its health check;
+3. otherwise a local Prefect server started now for this folder, in the background, in a session of its
+   own, recorded in that state file (pid, port, PREFECT_HOME), and left running for the next runs until
+   `evalduck stop`.
+
+With ``CI`` set, ``--ephemeral`` or ``EVALDUCK_EPHEMERAL=1`` a run keeps Prefect's temporary server and
+leaves nothing behind. ``run_evals`` (the Python API) reuses a healthy server of step 2 and never starts
+one by itself: a library call should not leave a process behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from flows.server import (
+    DEFAULT_PORT,
+    ServeError,
+    ServeState,
+    is_alive,
+    is_healthy,
+    read_state,
+    start_server,
+    stop_server,
+    ui_url_for,
+    wait_healthy,
+    write_state,
+)
+
+__all__ = (
+    "EPHEMERAL_ENV",
+    "STATE_DIR_ENV",
+    "ephemeral",
+    "local_server",
+    "project_state_dir",
+    "recorded_server",
+    "reuse_recorded_server",
+)
+
+EPHEMERAL_ENV = "EVALDUCK_EPHEMERAL"
+STATE_DIR_ENV = "EVALDUCK_STATE_DIR"
+HOST = "127.0.0.1"
+
+
+def ephemeral(flag: bool = False) -> bool:
+    """Whether a run uses Prefect's temporary server: ``--ephemeral``, EVALDUCK_EPHEMERAL=1, or CI set."""
+    value = os.environ.get(EPHEMERAL_ENV, "").strip().lower()
+    return flag or value in {"1", "true", "yes"} or bool(os.environ.get("CI"))
+
+
+def project_state_dir(project: Path | None = None) -> Path:
+    """``$EVALDUCK_STATE_DIR``, else ``.evalduck`` in the project folder (the working directory)."""
+    configured = os.environ.get(STATE_DIR_ENV)
+    return Path(configured).resolve() if configured else (project or Path.cwd()).resolve() / ".evalduck"
+
+
+def _ours_and_healthy(state: ServeState | None) -> bool:
+    if state is None or not is_healthy(state.api_url, timeout=1.0):
+        return False
+    return state.server_pid is None or is_alive(state.server_pid, "server")
+
+
+def recorded_server(state_dir: Path) -> ServeState | None:
+    """The server this folder's state file names, when it answers; None otherwise (never raises)."""
+    try:
+        state = read_state(state_dir)
+    except ServeError:
+        return None
+    return state if _ours_and_healthy(state) else None
+
+
+def _free_port(preferred: int = DEFAULT_PORT) -> int:
+    """``preferred`` when nothing listens there, else a port the OS picks."""
+    for port in (preferred, 0):
+        with socket.socket() as probe:
+            try:
+                probe.bind((HOST, port))
+            except OSError:
+                continue
+            return int(probe.getsockname()[1])
+    raise ServeError(f"no free port on {HOST}")
+
+
+def _clear_stale(state_dir: Path, say: Callable[[str], None]) -> None:
+    """A record whose server is gone, hung or not ours: stop what is still ours, forget the record."""
+    try:
+        state = read_state(state_dir)
+    except ServeError as exc:  # unreadable: nothing of ours can be trusted from it
+        say(f"ignoring {state_dir / 'serve.json'}: {exc}")
+        state = None
+    if state is not None and state.worker_pid is not None and is_alive(state.worker_pid, "worker"):
+        return  # `evalduck serve`'s worker is still there: its record is for `evalduck stop` to end
+    if state is not None and state.server_pid is not None and is_alive(state.server_pid, "server"):
+        say(stop_server(state.server_pid) + " (it did not answer its health check)")
+    (state_dir / "serve.json").unlink(missing_ok=True)
+
+
+def local_server(state_dir: Path, say: Callable[[str], None], timeout: float = 180.0) -> ServeState:
+    """The folder's local server: the recorded one when it answers, else one started now and recorded."""
+    state = recorded_server(state_dir)
+    if state is not None:
+        return state
+    _clear_stale(state_dir, say)
+    port = _free_port()
+    api_url = f"http://{HOST}:{port}/api"
+    log = state_dir / "server.log"
+    process = start_server(HOST, port, log)
+    state = ServeState(
+        api_url=api_url, ui_url=ui_url_for(api_url), server_pid=process.pid, project_dir=str(Path.cwd()),
+        prefect_home=os.environ.get("PREFECT_HOME") or str(Path.home() / ".prefect"),
+    )
+    write_state(state_dir, state)
+    try:
+        wait_healthy(api_url, timeout, process, log)
+    except ServeError:
+        stop_server(process.pid)
+        (state_dir / "serve.json").unlink(missing_ok=True)
+        raise
+    say(f"Started a local Prefect server for this folder at {state.ui_url} (pid {process.pid}); later runs "
+        "reuse it. `evalduck stop` ends it; --ephemeral runs without it.")
+    return state
+
+
+@contextlib.contextmanager
+def reuse_recorded_server() -> Iterator[str | None]:
+    """For the Python API: within the block Prefect talks to this folder's recorded server when no server
+    is configured and it answers; yields its API URL, or None (Prefect's own choice stands)."""
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    state = None if get_current_settings().api.url or ephemeral() else recorded_server(project_state_dir())
+    if state is None:
+        yield None
+        return
+    with temporary_settings(updates={PREFECT_API_URL: state.api_url}):
+        yield state.api_url

@@ -1,0 +1,123 @@
+"""`evalduck run` from the terminal, as a user runs it: one local Prefect server per project folder, started
+by the first run, reused by the next, ended by `evalduck stop`; a stale record is recovered; in CI nothing is
+left behind. Each test has its own folder and PREFECT_HOME, and finds our processes by that PREFECT_HOME."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+CLI = str(Path(sys.executable).with_name("evalduck"))
+ROWS = [{"id": f"q{i}", "input": f"Question {i}?", "output": f"A fine answer {i}.", "groundTruth": f"Answer {i}."}
+        for i in range(3)]
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A project folder with a dataset, and the environment of a user's shell (no CI, no server set)."""
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    env = {k: v for k, v in os.environ.items() if k not in {"CI", "EVALDUCK_EPHEMERAL", "PREFECT_API_URL"}}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
+    yield tmp_path, env
+    subprocess.run([CLI, "stop"], cwd=tmp_path, env=env, capture_output=True, timeout=60)
+    for pid in ours(env):  # whatever a failed test left
+        os.kill(pid, 9)
+
+
+def ours(env: dict[str, str]) -> list[int]:
+    """Processes whose environment has this test's PREFECT_HOME."""
+    marker = f"PREFECT_HOME={env['PREFECT_HOME']}\0".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if marker in (proc / "environ").read_bytes():
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+def none_left(env: dict[str, str], timeout: float = 20.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while (left := ours(env)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def run(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([CLI, "run", "data.jsonl", "-s", "tone-scorer", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def state(cwd: Path) -> dict[str, object]:
+    return json.loads((cwd / ".evalduck" / "serve.json").read_text())
+
+
+def test_the_second_run_reuses_the_first_runs_server_and_stop_ends_it(folder: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = folder
+    first = run(cwd, env, "--name", "reuse")
+    started = state(cwd)
+    assert "Started a local Prefect server for this folder" in first.stderr
+    assert started["prefect_home"] == env["PREFECT_HOME"]
+    second = run(cwd, env, "--name", "reuse")
+    assert state(cwd)["server_pid"] == started["server_pid"]
+    assert "Started a local Prefect server" not in second.stderr
+    assert f"{started['ui_url']}/runs/flow-run/" in first.stdout and f"{started['ui_url']}/runs/flow-run/" in second.stdout
+    assert started["server_pid"] in ours(env)
+
+    stopped = subprocess.run([CLI, "stop"], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert none_left(env) == []
+    assert not (cwd / ".evalduck" / "serve.json").exists()
+
+
+class _NotOurs(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_stale_record_is_recovered(folder: tuple[Path, dict[str, str]]) -> None:
+    """The record names a process that is gone, on a port something else now answers: neither is used."""
+    cwd, env = folder
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stranger = http.server.HTTPServer(("127.0.0.1", 0), _NotOurs)
+    threading.Thread(target=stranger.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{stranger.server_address[1]}/api"
+        (cwd / ".evalduck").mkdir()
+        (cwd / ".evalduck" / "serve.json").write_text(json.dumps(
+            {"api_url": url, "ui_url": url.removesuffix("/api"), "server_pid": gone.pid, "project_dir": str(cwd)}))
+        run(cwd, env, "--name", "stale")
+        recovered = state(cwd)
+        assert recovered["api_url"] != url and recovered["server_pid"] != gone.pid
+        assert recovered["server_pid"] in ours(env)
+    finally:
+        stranger.shutdown()
+
+
+def test_in_ci_a_run_leaves_nothing_behind(folder: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = folder
+    proc = run(cwd, {**env, "CI": "true"}, "--name", "ci")
+    assert "temporary local server" in proc.stderr
+    assert not (cwd / ".evalduck" / "serve.json").exists()
+    assert none_left(env) == []
