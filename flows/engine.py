@@ -16,7 +16,7 @@ from typing import Any
 from prefect import Task
 from prefect.states import aget_state_exception
 from pydantic import BaseModel
-from scorers import Scorer, ScorerInput, Step, StepContext, StepOutput
+from scorers import JudgeTransport, LiteLLMTransport, Scorer, ScorerInput, Step, StepContext, StepOutput
 
 from flows.datasets import DatasetItem
 from flows.progress import ProgressSink
@@ -77,6 +77,8 @@ class RunPlan:
     on_item_complete: Callable[[ItemResult], Any] | None = None
     on_progress: Callable[[int, int], Any] | None = None
     sink: ProgressSink | None = None
+    # Where the run's judge and model requests go (the flow picks litellm here or the judge child process).
+    transport: JudgeTransport = field(default_factory=LiteLLMTransport)
 
     def wanted(self, item_id: str, scorer_id: str) -> bool:
         return self.todo is None or (item_id, scorer_id) in self.todo
@@ -233,7 +235,7 @@ class _Run:
             state.output = item.output
             return True
         assert self.target_task is not None
-        job = Job(lambda: target.acall(item))
+        job = Job(lambda: target.acall(item, transport=self.plan.transport))
         run_state = await self.target_task(target.cache_key(item), item.item_id, job, return_state=True)
         if not run_state.is_completed():
             exc = await aget_state_exception(run_state)
@@ -273,7 +275,7 @@ class _Run:
             except Exception as exc:  # noqa: BLE001 - the cell's error
                 return _score_row(self.plan.run_id, scorer, item_id, status="error",
                                   error=f"{step.label}: {type(exc).__name__}: {exc}", **_usage_fields(outputs, spent))
-            job = Job(lambda step=step, ctx=ctx: step.arun(ctx), self.limiter)
+            job = Job(lambda step=step, ctx=ctx: step.arun(ctx, transport=self.plan.transport), self.limiter)
             run_state = await self.step_tasks[step.label](key, item_id, job, return_state=True)
             if not run_state.is_completed():
                 exc = await aget_state_exception(run_state)

@@ -16,6 +16,7 @@ apply_defaults()
 import asyncio  # noqa: E402
 import contextlib  # noqa: E402
 import contextvars  # noqa: E402
+import dataclasses  # noqa: E402
 import inspect  # noqa: E402
 import os  # noqa: E402
 import threading  # noqa: E402
@@ -27,7 +28,7 @@ from typing import Any, TypeVar  # noqa: E402
 from prefect import Flow, flow, get_run_logger  # noqa: E402
 from prefect.context import AsyncClientContext, FlowRunContext  # noqa: E402
 from pydantic import BaseModel, Field  # noqa: E402
-from scorers import Scorer  # noqa: E402
+from scorers import JudgeTransport, LiteLLMTransport, Scorer  # noqa: E402
 
 from flows.artifacts import (  # noqa: E402
     ProgressArtifact,
@@ -53,9 +54,8 @@ from flows.registry import build_scorers  # noqa: E402
 from flows.store import Store, UnknownRunError, default_db_path  # noqa: E402
 from flows.targets import resolve_target  # noqa: E402
 from flows.tasks import TaskOptions  # noqa: E402
-from flows.judge_process import JudgeProcess, leased_judge_process, litellm_settings_made_in_python  # noqa: E402
+from flows.judge_process import leased_judge_process, litellm_settings_made_in_python  # noqa: E402
 from flows.local_server import reuse_recorded_server  # noqa: E402
-from scorers._judge import judge_requests_via  # noqa: E402
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult")
 
@@ -185,14 +185,14 @@ def _execute(
 
     completed = False
 
-    async def body(judge: JudgeProcess | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    async def body(transport: JudgeTransport) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
         """The run, then its summary and comparison artifacts, on one event loop and one API client."""
         nonlocal completed
         async with AsyncClientContext.get_or_create():
             await progress.start(f"items scored in run {run_id}")
             try:
-                with judge_requests_via(judge.request if judge is not None else None):
-                    await execute(plan)  # marks the run completed with its last results
+                # Marks the run completed with its last results.
+                await execute(dataclasses.replace(plan, transport=transport))
                 completed = True
             finally:
                 await progress.drain()
@@ -207,8 +207,8 @@ def _execute(
 
     try:
         with quiet_task_run_info(), \
-                leased_judge_process() if use_child else contextlib.nullcontext() as judge:
-            rows, comparison = _run_coroutine(body(judge))
+                leased_judge_process() if use_child else contextlib.nullcontext(LiteLLMTransport()) as transport:
+            rows, comparison = _run_coroutine(body(transport))
     except BaseException:
         if completed:  # the results are all stored; only the report after them failed
             raise

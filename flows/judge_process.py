@@ -1,4 +1,5 @@
-"""A run's judge and model requests (litellm) in a child process, off the flow's event loop.
+"""A run's judge and model requests (litellm) in a child process, off the flow's event loop: one
+``scorers.judge.JudgeTransport``, which the flow hands to the engine in place of the in-process default.
 
 Why: litellm costs ~10-15 ms of CPU per request (building it through the OpenAI SDK, parsing and pricing
 the answer, its logging payload), partly in executor threads that contend for the flow process's GIL. On
@@ -12,7 +13,7 @@ a user's script without a ``__main__`` guard ran again in the child (its side ef
 died; fork copies a process with threads. It talks to the parent over a socket pair with multiprocessing's
 ``Connection`` framing (pickled tuples).
 
-The child calls exactly what the flow process would have called (``scorers._judge.request_here``: litellm
+The child calls exactly what the flow process would have called (``scorers.judge.LiteLLMTransport``: litellm
 with the same error classification), so answers, errors, retries and usage are the same. It sees the
 parent's environment as of each request (provider keys set or removed later included), but not
 Python-level litellm settings made in the parent (``litellm.success_callback``, ``litellm.api_key``...):
@@ -40,8 +41,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from scorers import JudgeConfigError, JudgeTransientError
-from scorers._judge import JudgeSettings, JudgeUsage, request_here
+from scorers import JudgeConfigError, JudgeSettings, JudgeTransientError, JudgeUsage, LiteLLMTransport
 
 __all__ = (
     "JudgeProcess",
@@ -111,13 +111,14 @@ def _child(conn: Connection) -> None:
     import litellm  # noqa: F401 - imported while the parent sets up its run, not during the first request
 
     async def serve() -> None:
+        transport = LiteLLMTransport()
         loop = asyncio.get_running_loop()
         closed = loop.create_future()
         pending: set[asyncio.Task[None]] = set()
 
         async def answer(req_id: int, args: tuple[Any, ...]) -> None:
             try:
-                content, usage = await request_here(*args)
+                content, usage = await transport.request(*args)
                 reply: tuple[Any, ...] = (req_id, "ok", content, usage.model_dump())
             except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
                 reply = (req_id, "error", *_error_reply(exc))
@@ -170,7 +171,8 @@ def _child_command(fd: int) -> list[str]:
 
 
 class JudgeProcess:
-    """One child and its pipe. ``request`` has the signature of ``scorers._judge.request_here``."""
+    """One child and its pipe; a ``scorers.judge.JudgeTransport`` (its ``request`` sends one request to
+    the child, which runs it with ``LiteLLMTransport``)."""
 
     def __init__(self) -> None:
         self._conn: Connection | None = None

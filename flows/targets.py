@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scorers import JudgeSettings
+from scorers import JudgeSettings, JudgeTransport, complete
 
 from flows.datasets import DatasetItem
 
@@ -75,10 +75,11 @@ class Target:
             }
         )
 
-    async def acall(self, item: DatasetItem) -> dict[str, Any]:
-        """One attempt: {"output": ..., "usage": [JudgeUsage dicts]}."""
+    async def acall(self, item: DatasetItem, *, transport: JudgeTransport | None = None) -> dict[str, Any]:
+        """One attempt: {"output": ..., "usage": [JudgeUsage dicts]}. A model target sends its request
+        through ``transport`` (default: litellm in this process)."""
         if self.kind == "model":
-            return await self._ask_model(item)
+            return await self._ask_model(item, transport)
         assert self.fn is not None
         if inspect.iscoroutinefunction(self.fn):
             output = await self.fn(item.input)
@@ -90,10 +91,8 @@ class Target:
             raise TypeError(f"target {self.label} must return a string or chat messages, got {type(output).__name__}")
         return {"output": output, "usage": []}
 
-    async def _ask_model(self, item: DatasetItem) -> dict[str, Any]:
-        # The judge's request path: same litellm call, same error classes (transient vs config), no retries.
-        from scorers._judge import complete
-
+    async def _ask_model(self, item: DatasetItem, transport: JudgeTransport | None) -> dict[str, Any]:
+        # The judge's request path: same transport, same error classes (transient vs config), no retries.
         assert self.settings is not None
         messages: list[dict[str, str]] = []
         if self.system_prompt:
@@ -102,7 +101,7 @@ class Target:
             messages.append({"role": "user", "content": item.input})
         else:
             messages.extend({"role": m["role"], "content": m["content"]} for m in item.input)
-        content, usage = await complete(self.settings, messages, label=f"target {self.label}")
+        content, usage = await complete(self.settings, messages, label=f"target {self.label}", transport=transport)
         return {"output": content or "", "usage": [usage.model_dump(mode="json")]}
 
 

@@ -23,6 +23,7 @@ from scorers._judge import JudgeSettings
 from scorers._result import JudgeUsage, ScorerResult, StepOutput
 from scorers._scorer import Scorer, create_scorer
 from scorers._step import JudgePrompt, Step
+from scorers.judge import JudgeTransport, LiteLLMTransport, complete
 from scorers.prebuilt import create_answer_relevancy_scorer, create_textual_difference_scorer, create_tone_scorer
 
 __all__ = (
@@ -39,6 +40,9 @@ __all__ = (
     "StepOutput",
     "JudgeSettings",
     "JudgeUsage",
+    "JudgeTransport",
+    "LiteLLMTransport",
+    "complete",
     "EvalduckError",
     "ConfigError",
     "ScorerInputError",

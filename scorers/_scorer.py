@@ -16,6 +16,7 @@ from scorers._judge import JudgeSettings
 from scorers._result import ScorerResult, StepOutput
 from scorers._retry import with_retries
 from scorers._step import JudgePrompt, Step, StepFunction
+from scorers._transport import JudgeTransport
 
 __all__ = ("Scorer", "create_scorer")
 
@@ -60,8 +61,10 @@ class Scorer:
             score=score if step_name == "generate_reason" else None,
         )
 
-    async def arun(self, *args: Any, **kwargs: Any) -> ScorerResult:
-        """Score one run, step by step, retrying transient judge errors per ``JudgeSettings.retries``."""
+    async def arun(self, *args: Any, transport: JudgeTransport | None = None, **kwargs: Any) -> ScorerResult:
+        """Score one run, step by step, retrying transient judge errors per ``JudgeSettings.retries``.
+
+        Judge requests go through ``transport`` (default: litellm in this process)."""
         run = ScorerInput.from_call(args, kwargs)
         retries = self.judge.retries if self.judge is not None else 0
         outputs: dict[str, StepOutput] = {}
@@ -69,22 +72,23 @@ class Scorer:
         for step in self.steps:
             ctx = self.context_for(step.name, run, {k: v.result for k, v in outputs.items()}, score)
             runner = step.arun
-            outputs[step.name] = await with_retries(lambda: runner(ctx), retries=retries, label=step.label)
+            outputs[step.name] = await with_retries(lambda: runner(ctx, transport=transport), retries=retries,
+                                                    label=step.label)
             if step.name == "generate_score":
                 score = float(outputs[step.name].result)
         return self.assemble(run, outputs)
 
-    def run(self, *args: Any, **kwargs: Any) -> ScorerResult:
+    def run(self, *args: Any, transport: JudgeTransport | None = None, **kwargs: Any) -> ScorerResult:
         """Synchronous ``arun``; works inside a running event loop too (e.g. a notebook)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(*args, **kwargs))
+            return asyncio.run(self.arun(*args, transport=transport, **kwargs))
         box: dict[str, Any] = {}
 
         def target() -> None:
             try:
-                box["result"] = asyncio.run(self.arun(*args, **kwargs))
+                box["result"] = asyncio.run(self.arun(*args, transport=transport, **kwargs))
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
                 box["error"] = exc
 

@@ -17,6 +17,7 @@ from scorers._context import STEP_ORDER, ScorerInput, StepContext
 from scorers._errors import ConfigError, StepResultError
 from scorers._judge import JudgeSettings, ask_judge, output_schema
 from scorers._result import StepOutput
+from scorers._transport import JudgeTransport
 
 __all__ = ("JudgePrompt", "Step", "StepFunction")
 
@@ -44,7 +45,8 @@ class JudgePrompt:
 
 @dataclass(frozen=True, kw_only=True)
 class Step:
-    """One step of one scorer. Build steps with ``create_scorer``; run one with ``await step.arun(ctx)``."""
+    """One step of one scorer. Build steps with ``create_scorer``; run one with ``await step.arun(ctx)``
+    (a judge step's requests go through ``arun``'s ``transport``)."""
 
     name: str
     scorer_id: str
@@ -85,8 +87,11 @@ class Step:
         """True when the step may call an LLM."""
         return self.judge_prompt is not None
 
-    async def arun(self, ctx: StepContext) -> StepOutput:
+    async def arun(self, ctx: StepContext, *, transport: JudgeTransport | None = None) -> StepOutput:
         """Run once (a judge step: one request, plus one repair request after an invalid answer).
+
+        A judge step sends its requests through ``transport`` (default: litellm in this process); a
+        function step ignores it.
 
         Raises:
             JudgeTransientError, JudgeConfigError, InvalidJudgeAnswer: from the judge; retrying is the caller's job.
@@ -98,11 +103,11 @@ class Step:
                 result = await result
             output = StepOutput(result=result)
         else:
-            output = await self._ask(ctx)
+            output = await self._ask(ctx, transport)
         self._check_result(output.result)
         return output
 
-    async def _ask(self, ctx: StepContext) -> StepOutput:
+    async def _ask(self, ctx: StepContext, transport: JudgeTransport | None) -> StepOutput:
         jp = self.judge_prompt
         assert jp is not None and self.judge is not None
         if jp.shortcut is not None:
@@ -118,6 +123,7 @@ class Step:
             prompt=prompt,
             output_model=jp.output_model,
             check=check,
+            transport=transport,
         )
         return StepOutput(result=result, prompt=prompt, usage=usage)
 

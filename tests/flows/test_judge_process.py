@@ -1,5 +1,5 @@
 """Judge requests through the child process: the same answers, usage and error classes as in the flow's
-process (`scorers._judge.request_here`), the parent's environment as of each request, and a child that
+process (`scorers.LiteLLMTransport`), the parent's environment as of each request, and a child that
 dies mid-request turns into a transient error and is replaced."""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import pytest
 
 from flows import run_evals
 from flows.judge_process import JudgeProcess, JudgeProcessError, leased_judge_process
-from scorers import JudgeConfigError, JudgeTransientError
-from scorers._judge import JudgeSettings, request_here
+from scorers import JudgeConfigError, JudgeSettings, JudgeTransientError, JudgeTransport, LiteLLMTransport
 from scorers.testing.fake_openai import FakeOpenAIServer, Reply
 
 from flow_helpers import judge_scorer, rows
@@ -33,11 +32,12 @@ def child() -> Iterator[JudgeProcess]:
 def _ask(process: JudgeProcess | None, server: FakeOpenAIServer, **settings: Any) -> Any:
     args = (JudgeSettings(model="openai/fake-judge", api_base=server.base_url, timeout=5, **settings), MESSAGES,
             None, "test.step", False)
-    fn = process.request if process is not None else request_here
-    return asyncio.run(fn(*args))
+    transport: JudgeTransport = process if process is not None else LiteLLMTransport()
+    return asyncio.run(transport.request(*args))
 
 
 def test_answer_and_usage_are_those_of_an_in_process_request(child: JudgeProcess, judge: FakeOpenAIServer) -> None:
+    assert isinstance(child, JudgeTransport)
     judge.script(Reply.text("from the child"), Reply.text("from the child"))
     via_child, usage_child = _ask(child, judge)
     here, usage_here = _ask(None, judge)
@@ -106,6 +106,45 @@ def test_a_run_scores_the_same_with_and_without_the_child(
     assert requests_via_child == judge.request_count - requests_via_child == 9
     with leased_judge_process() as kept:  # the run's child was kept for the next run of this process
         assert kept.alive
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_the_run_hands_its_transport_to_every_judge_step_and_the_model_target(
+    judge: FakeOpenAIServer, workdir: dict[str, str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flow picks the child (default) or litellm here, and the engine sends every request through it."""
+    import dataclasses
+
+    import flows.eval_flow
+    from flows.engine import RunPlan, execute
+
+    chosen: list[JudgeTransport] = []
+    labels: list[str] = []
+
+    class Recording:
+        def __init__(self, inner: JudgeTransport) -> None:
+            self.inner = inner
+
+        async def request(self, *args: Any) -> Any:
+            labels.append(args[3])
+            return await self.inner.request(*args)
+
+    async def recording_execute(plan: RunPlan) -> None:
+        chosen.append(plan.transport)
+        await execute(dataclasses.replace(plan, transport=Recording(plan.transport)))
+
+    monkeypatch.setattr(flows.eval_flow, "execute", recording_execute)
+    items = [{k: v for k, v in r.items() if k != "output"} for r in rows(2)]
+    model = "model:openai/fake-target"
+    run_evals(items, scorers=[judge_scorer(judge)], target=model, target_api_base=judge.base_url, **workdir)
+    run_evals(rows(1, "h"), scorers=[judge_scorer(judge)], db=workdir["db"], cache_dir=str(tmp_path / "c2"),
+              judge_process=False)
+    assert [type(t) for t in chosen] == [JudgeProcess, LiteLLMTransport]
+    assert sorted(set(labels)) == [
+        "answer-relevancy-scorer.analyze", "answer-relevancy-scorer.generate_reason",
+        "answer-relevancy-scorer.preprocess", f"target {model}",
+    ]
+    assert len(labels) == judge.request_count == 2 + 2 * 3 + 3
 
 
 def test_litellm_defaults_are_those_of_a_fresh_import() -> None:

@@ -12,6 +12,7 @@ import pytest
 MODULES = [
     "scorers",
     "scorers._scorer",
+    "scorers.judge",
     "scorers.prebuilt.answer_relevancy",
     "scorers.prebuilt.tone",
     "scorers.prebuilt.textual_difference",

@@ -14,9 +14,10 @@ from scorers import (
     JudgeConfigError,
     JudgeSettings,
     JudgeTransientError,
+    complete,
     create_answer_relevancy_scorer,
 )
-from scorers._judge import ask_judge, complete
+from scorers._judge import ask_judge
 from scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY, FakeOpenAIServer, Reply
 
 RUN = {"input": "Where is my parcel?", "output": "It ships tomorrow."}
