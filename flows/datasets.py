@@ -16,7 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from flows.store.ids import canonical_json, item_ids
+from scorers import canonical_json
+
+from flows.store.ids import item_ids
 
 __all__ = (
     "DatasetError", "DatasetPathError", "DatasetItem", "Dataset", "load_dataset", "dataset_from_rows", "SUFFIXES",
@@ -169,7 +171,7 @@ def _validate(located: Sequence[tuple[str, Any]], source: str, *, path: str | No
     ]
     digest = hashlib.sha256()
     for row in dumped:
-        digest.update(canonical_json(row).encode("utf-8"))
+        digest.update(canonical_json(row, default=str).encode("utf-8"))
         digest.update(b"\n")
     return Dataset(items=items, source=source, hash=digest.hexdigest())
 

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from scorers._cache_key import canonical_json
 from scorers._context import ScorerInput, StepContext
 from scorers._errors import (
     ConfigError,
@@ -48,4 +49,5 @@ __all__ = (
     "JudgeConfigError",
     "InvalidJudgeAnswer",
     "describe_validation",
+    "canonical_json",
 )
