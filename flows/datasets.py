@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from scorers import canonical_json
+from scorers import canonical_json, check_text_field, describe_validation
 
 from flows.store.ids import item_ids
 
@@ -26,7 +26,7 @@ __all__ = (
 
 SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
 _MAX_REPORTED = 10
-_TEXT_FIELDS = ("input", "output", "groundTruth")
+_FIELDS = ("id", "input", "output", "groundTruth", "requestContext", "metadata")  # as users write them
 
 
 class DatasetError(ValueError):
@@ -64,15 +64,14 @@ class _Row(BaseModel):
 
     @field_validator("input", "output", "ground_truth")
     @classmethod
-    def _text_or_messages(cls, value: Any) -> Any:
+    def _text_or_messages(cls, value: Any, info: ValidationInfo) -> Any:
+        """The scorers' rule (a string, a chat message or a list of them), named as the dataset spells the
+        field; one message becomes a list of one, so targets and the store see one shape."""
+        field_name = info.field_name or ""
+        check_text_field(value, cls.model_fields[field_name].alias or field_name)
         if value is None or isinstance(value, str):
             return value
-        if isinstance(value, list) and all(
-            isinstance(m, Mapping) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-            for m in value
-        ):
-            return value
-        raise ValueError("must be a string or a list of {role, content} chat messages")
+        return [value] if isinstance(value, Mapping) else list(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,20 +120,6 @@ class Dataset:
         return len(self.items)
 
 
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        name = ".".join(str(p) for p in err["loc"]) or "row"
-        if err["type"] == "extra_forbidden":
-            parts.append(f"unknown field `{name}` (fields: id, input, output, groundTruth, requestContext, metadata)")
-        elif err["type"] == "missing":
-            parts.append(f"missing `{name}`")
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
-            parts.append(f"`{name}` {msg[0].lower()}{msg[1:]}, got {err.get('input')!r:.60}")
-    return "; ".join(parts)
-
-
 def _validate(located: Sequence[tuple[str, Any]], source: str, *, path: str | None) -> Dataset:
     """Validate every row, collecting every problem, then give ids; raise DatasetError if any row is bad."""
     problems: list[str] = []
@@ -150,7 +135,7 @@ def _validate(located: Sequence[tuple[str, Any]], source: str, *, path: str | No
         try:
             rows.append((where, _Row.model_validate(raw)))
         except ValidationError as exc:
-            problems.append(f"{label}: {_describe(exc)}")
+            problems.append(f"{label}: {describe_validation(exc, noun='field', known=_FIELDS)}")
     if problems:
         raise DatasetError(problems, path=path)
     if not rows:

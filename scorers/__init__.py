@@ -19,8 +19,10 @@ from scorers._errors import (
     ScorerInputError,
     StepResultError,
     describe_validation,
+    error_rule,
 )
 from scorers._judge import JudgeSettings
+from scorers._messages import check_text_field
 from scorers._result import JudgeUsage, ScorerResult, StepOutput
 from scorers._scorer import Scorer, create_scorer
 from scorers._step import JudgePrompt, Step
@@ -50,4 +52,6 @@ __all__ = (
     "InvalidJudgeAnswer",
     "describe_validation",
     "canonical_json",
+    "error_rule",
+    "check_text_field",
 )
