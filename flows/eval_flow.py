@@ -13,21 +13,18 @@ from flows.prefect_env import apply_defaults, local_mode_settings, quiet_task_ru
 
 apply_defaults()
 
-import asyncio  # noqa: E402
 import contextlib  # noqa: E402
-import contextvars  # noqa: E402
 import inspect  # noqa: E402
 import os  # noqa: E402
-import threading  # noqa: E402
 import uuid  # noqa: E402
-from collections.abc import Callable, Coroutine, Mapping, Sequence  # noqa: E402
+from collections.abc import Callable, Mapping, Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, TypeVar  # noqa: E402
+from typing import Any  # noqa: E402
 
 from prefect import Flow, flow, get_run_logger  # noqa: E402
 from prefect.context import AsyncClientContext, FlowRunContext  # noqa: E402
 from pydantic import BaseModel, Field  # noqa: E402
-from scorers import Scorer  # noqa: E402
+from scorers import Scorer, run_sync  # noqa: E402
 
 from flows.artifacts import (  # noqa: E402
     ProgressArtifact,
@@ -58,8 +55,6 @@ from scorers._judge import judge_requests_via  # noqa: E402
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult")
 
-T = TypeVar("T")
-
 
 class EvalResult(BaseModel):
     """What a run returns: ``scores`` are means over scored items; ``summary`` counts every cell."""
@@ -74,27 +69,9 @@ class EvalResult(BaseModel):
     comparison: list[dict[str, Any]] | None = None
 
 
-def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
-    """Run on a fresh event loop; from a thread that already runs one (a notebook), on a helper thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    box: dict[str, Any] = {}
-    ctx = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            box["value"] = ctx.run(asyncio.run, coro)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="evalduck-run")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+# Run the flow body's loop from this synchronous flow: scorers' one helper (a helper thread, with this
+# thread's contextvars, when a loop is already running here).
+_run_coroutine = run_sync
 
 
 def _load(data: Any) -> Dataset:

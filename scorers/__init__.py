@@ -26,6 +26,7 @@ from scorers._messages import check_text_field
 from scorers._result import JudgeUsage, ScorerResult, StepOutput
 from scorers._scorer import Scorer, create_scorer
 from scorers._step import JudgePrompt, Step
+from scorers._sync import run_sync
 from scorers.prebuilt import create_answer_relevancy_scorer, create_textual_difference_scorer, create_tone_scorer
 
 __all__ = (
@@ -54,4 +55,5 @@ __all__ = (
     "canonical_json",
     "error_rule",
     "check_text_field",
+    "run_sync",
 )
