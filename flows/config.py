@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from scorers import ConfigError, describe_validation
+from scorers import PREBUILT, ConfigError, describe_validation
 
 __all__ = ("EvalConfig", "RunOptions", "bind_options", "ScorerSpec", "ScorerId", "SCORER_IDS", "DEFAULT_SCORERS", "DEMO_CONFIG", "default_cache_dir")
 
-ScorerId = Literal["answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer"]
-SCORER_IDS: tuple[str, ...] = ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
+SCORER_IDS: tuple[str, ...] = tuple(PREBUILT)
+# The ids of scorers.PREBUILT, for pydantic (the UI form's choices, "must be one of" errors); `Literal` of a
+# tuple is the Literal of its items. Type checkers cannot follow it and see `str`.
+ScorerId = Literal[SCORER_IDS]  # type: ignore[valid-type]
 DEFAULT_SCORERS: tuple[str, ...] = SCORER_IDS
 CACHE_DIR_ENV = "EVALDUCK_CACHE_DIR"
 

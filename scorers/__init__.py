@@ -27,7 +27,13 @@ from scorers._result import JudgeUsage, ScorerResult, StepOutput
 from scorers._scorer import Scorer, create_scorer
 from scorers._step import JudgePrompt, Step
 from scorers._sync import run_sync
-from scorers.prebuilt import create_answer_relevancy_scorer, create_textual_difference_scorer, create_tone_scorer
+from scorers.prebuilt import (
+    PREBUILT,
+    PrebuiltScorer,
+    create_answer_relevancy_scorer,
+    create_textual_difference_scorer,
+    create_tone_scorer,
+)
 
 __all__ = (
     "create_scorer",
@@ -56,4 +62,6 @@ __all__ = (
     "error_rule",
     "check_text_field",
     "run_sync",
+    "PREBUILT",
+    "PrebuiltScorer",
 )
