@@ -12,13 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
-from scorers import PREBUILT, ConfigError, Scorer, describe_validation
+from scorers import JUDGE_MODEL_ENV, PREBUILT, ConfigError, Scorer, describe_validation
 
 from flows.config import ScorerSpec
 
 __all__ = ("Skipped", "build_scorers", "no_judge_message")
-
-JUDGE_MODEL_ENV = "EVALDUCK_JUDGE_MODEL"
 
 
 @dataclass(frozen=True)
@@ -32,7 +30,7 @@ class Skipped:
 
 def no_judge_message(scorer_id: str) -> str:
     return (
-        f"{scorer_id} skipped: no judge model. Set EVALDUCK_JUDGE_MODEL (e.g. openai/gpt-4o-mini) with the "
+        f"{scorer_id} skipped: no judge model. Set {JUDGE_MODEL_ENV} (e.g. openai/gpt-4o-mini) with the "
         "provider's key (e.g. OPENAI_API_KEY), or use a local OpenAI-compatible server with --judge-model "
         "openai/<name> --judge-api-base http://127.0.0.1:8000/v1 (or OPENAI_API_BASE)."
     )

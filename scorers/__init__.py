@@ -21,7 +21,7 @@ from scorers._errors import (
     describe_validation,
     error_rule,
 )
-from scorers._judge import JudgeSettings
+from scorers._judge import JUDGE_MODEL_ENV, JudgeSettings
 from scorers._messages import check_text_field
 from scorers._result import JudgeUsage, ScorerResult, StepOutput
 from scorers._scorer import Scorer, create_scorer
@@ -64,4 +64,5 @@ __all__ = (
     "run_sync",
     "PREBUILT",
     "PrebuiltScorer",
+    "JUDGE_MODEL_ENV",
 )
