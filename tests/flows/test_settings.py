@@ -48,3 +48,13 @@ def test_one_judge_model_variable() -> None:
 
     assert scorers.JUDGE_MODEL_ENV == "EVALDUCK_JUDGE_MODEL"
     assert scorers.JUDGE_MODEL_ENV in no_judge_message("x")
+
+
+def test_serve_worker_gets_the_same_variables(tmp_path: Path) -> None:
+    from flows.server import ServeOptions, worker_env
+
+    options = ServeOptions(project_dir=tmp_path, state_dir=tmp_path / "state", db_path=tmp_path / "e.duckdb",
+                           cache_dir=tmp_path / "cache", host="127.0.0.1", port=4200, api_url=None,
+                           prefect_file=None, health_timeout=1.0)
+    assert worker_env(options) == {settings.DB_ENV: str(tmp_path / "e.duckdb"),
+                                   settings.CACHE_DIR_ENV: str(tmp_path / "cache")}
