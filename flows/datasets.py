@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
-
 from scorers import canonical_json, check_text_field, describe_validation
 
 from flows.store.ids import item_ids
@@ -26,7 +25,6 @@ __all__ = (
 
 SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
 _MAX_REPORTED = 10
-_FIELDS = ("id", "input", "output", "groundTruth", "requestContext", "metadata")  # as users write them
 
 
 class DatasetError(ValueError):
@@ -72,6 +70,9 @@ class _Row(BaseModel):
         if value is None or isinstance(value, str):
             return value
         return [value] if isinstance(value, Mapping) else list(value)
+
+
+_FIELDS = tuple(info.alias or name for name, info in _Row.model_fields.items())  # as users write them
 
 
 @dataclass(frozen=True, slots=True)
