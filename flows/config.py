@@ -3,25 +3,21 @@ the Prefect UI renders a run form and the CLI, Python calls and deployments are 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from scorers import ConfigError, describe_validation
+from scorers import PREBUILT, ConfigError, describe_validation
+
+from flows.settings import default_cache_dir  # here too: where the flow has always found it
 
 __all__ = ("EvalConfig", "RunOptions", "bind_options", "ScorerSpec", "ScorerId", "SCORER_IDS", "DEFAULT_SCORERS", "DEMO_CONFIG", "default_cache_dir")
 
-ScorerId = Literal["answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer"]
-SCORER_IDS: tuple[str, ...] = ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
+SCORER_IDS: tuple[str, ...] = tuple(PREBUILT)
+# The ids of scorers.PREBUILT, for pydantic (the UI form's choices and the errors that list them); `Literal`
+# of a tuple is the Literal of its items. Type checkers cannot follow it and see `str`.
+ScorerId = Literal[SCORER_IDS]  # type: ignore[valid-type]
 DEFAULT_SCORERS: tuple[str, ...] = SCORER_IDS
-CACHE_DIR_ENV = "EVALDUCK_CACHE_DIR"
-
-
-def default_cache_dir() -> Path:
-    """``$EVALDUCK_CACHE_DIR``, else ``.evalduck/cache`` under the working directory."""
-    return Path(os.environ.get(CACHE_DIR_ENV) or Path(".evalduck") / "cache")
 
 
 class ScorerSpec(BaseModel):

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from scorers import canonical_json, check_text_field, describe_validation
 
-from flows.store.ids import canonical_json, item_ids
+from flows.store.ids import item_ids
 
 __all__ = (
     "DatasetError", "DatasetPathError", "DatasetItem", "Dataset", "load_dataset", "dataset_from_rows", "SUFFIXES",
@@ -24,7 +25,6 @@ __all__ = (
 
 SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
 _MAX_REPORTED = 10
-_TEXT_FIELDS = ("input", "output", "groundTruth")
 
 
 class DatasetError(ValueError):
@@ -62,15 +62,17 @@ class _Row(BaseModel):
 
     @field_validator("input", "output", "ground_truth")
     @classmethod
-    def _text_or_messages(cls, value: Any) -> Any:
+    def _text_or_messages(cls, value: Any, info: ValidationInfo) -> Any:
+        """The scorers' rule (a string, a chat message or a list of them), named as the dataset spells the
+        field; one message becomes a list of one, so targets and the store see one shape."""
+        field_name = info.field_name or ""
+        check_text_field(value, cls.model_fields[field_name].alias or field_name)
         if value is None or isinstance(value, str):
             return value
-        if isinstance(value, list) and all(
-            isinstance(m, Mapping) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-            for m in value
-        ):
-            return value
-        raise ValueError("must be a string or a list of {role, content} chat messages")
+        return [value] if isinstance(value, Mapping) else list(value)
+
+
+_FIELDS = tuple(info.alias or name for name, info in _Row.model_fields.items())  # as users write them
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,20 +121,6 @@ class Dataset:
         return len(self.items)
 
 
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        name = ".".join(str(p) for p in err["loc"]) or "row"
-        if err["type"] == "extra_forbidden":
-            parts.append(f"unknown field `{name}` (fields: id, input, output, groundTruth, requestContext, metadata)")
-        elif err["type"] == "missing":
-            parts.append(f"missing `{name}`")
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
-            parts.append(f"`{name}` {msg[0].lower()}{msg[1:]}, got {err.get('input')!r:.60}")
-    return "; ".join(parts)
-
-
 def _validate(located: Sequence[tuple[str, Any]], source: str, *, path: str | None) -> Dataset:
     """Validate every row, collecting every problem, then give ids; raise DatasetError if any row is bad."""
     problems: list[str] = []
@@ -148,7 +136,7 @@ def _validate(located: Sequence[tuple[str, Any]], source: str, *, path: str | No
         try:
             rows.append((where, _Row.model_validate(raw)))
         except ValidationError as exc:
-            problems.append(f"{label}: {_describe(exc)}")
+            problems.append(f"{label}: {describe_validation(exc, noun='field', known=_FIELDS)}")
     if problems:
         raise DatasetError(problems, path=path)
     if not rows:
@@ -169,7 +157,7 @@ def _validate(located: Sequence[tuple[str, Any]], source: str, *, path: str | No
     ]
     digest = hashlib.sha256()
     for row in dumped:
-        digest.update(canonical_json(row).encode("utf-8"))
+        digest.update(canonical_json(row, default=str).encode("utf-8"))
         digest.update(b"\n")
     return Dataset(items=items, source=source, hash=digest.hexdigest())
 

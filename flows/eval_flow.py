@@ -13,22 +13,19 @@ from flows.prefect_env import apply_defaults, local_mode_settings, quiet_task_ru
 
 apply_defaults()
 
-import asyncio  # noqa: E402
 import contextlib  # noqa: E402
-import contextvars  # noqa: E402
 import dataclasses  # noqa: E402
 import inspect  # noqa: E402
 import os  # noqa: E402
-import threading  # noqa: E402
 import uuid  # noqa: E402
-from collections.abc import Callable, Coroutine, Mapping, Sequence  # noqa: E402
+from collections.abc import Callable, Mapping, Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, TypeVar  # noqa: E402
+from typing import Any  # noqa: E402
 
 from prefect import Flow, flow, get_run_logger  # noqa: E402
 from prefect.context import AsyncClientContext, FlowRunContext  # noqa: E402
 from pydantic import BaseModel, Field  # noqa: E402
-from scorers import JudgeTransport, LiteLLMTransport, Scorer  # noqa: E402
+from scorers import JudgeTransport, LiteLLMTransport, Scorer, run_sync  # noqa: E402
 
 from flows.artifacts import (  # noqa: E402
     ProgressArtifact,
@@ -59,8 +56,6 @@ from flows.local_server import reuse_recorded_server  # noqa: E402
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult")
 
-T = TypeVar("T")
-
 
 class EvalResult(BaseModel):
     """What a run returns: ``scores`` are means over scored items; ``summary`` counts every cell."""
@@ -75,28 +70,6 @@ class EvalResult(BaseModel):
     comparison: list[dict[str, Any]] | None = None
     flow_run_id: str | None = Field(default=None, description="the Prefect flow run that ran it")
 
-
-def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
-    """Run on a fresh event loop; from a thread that already runs one (a notebook), on a helper thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    box: dict[str, Any] = {}
-    ctx = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            box["value"] = ctx.run(asyncio.run, coro)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="evalduck-run")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def _load(data: Any) -> Dataset:
@@ -208,7 +181,7 @@ def _execute(
     try:
         with quiet_task_run_info(), \
                 leased_judge_process() if use_child else contextlib.nullcontext(LiteLLMTransport()) as transport:
-            rows, comparison = _run_coroutine(body(transport))
+            rows, comparison = run_sync(body(transport))  # a helper thread when a loop already runs here
     except BaseException:
         if completed:  # the results are all stored; only the report after them failed
             raise

@@ -1,4 +1,4 @@
-"""Scorer ids (as written in configs, the CLI and the UI form) -> the prebuilt factories, with options.
+"""Scorer ids (as written in configs, the CLI and the UI form) -> scorers.PREBUILT's factories, with options.
 
 A judge scorer with no judge model anywhere is not an error: it is skipped with one line saying how to
 configure it, so `make demo` works out of the box and still tells the user what they are missing.
@@ -7,33 +7,16 @@ configure it, so `make demo` works out of the box and still tells the user what 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
-from scorers import (
-    ConfigError,
-    Scorer,
-    create_answer_relevancy_scorer,
-    create_textual_difference_scorer,
-    create_tone_scorer,
-    describe_validation,
-)
-
-from scorers.prebuilt.answer_relevancy import VERSION as ANSWER_RELEVANCY_VERSION
+from scorers import JUDGE_MODEL_ENV, PREBUILT, ConfigError, Scorer, describe_validation
 
 from flows.config import ScorerSpec
 
-__all__ = ("FACTORIES", "JUDGE_SCORERS", "Skipped", "build_scorers", "no_judge_message")
-
-FACTORIES: dict[str, Callable[..., Scorer]] = {
-    "answer-relevancy-scorer": create_answer_relevancy_scorer,
-    "tone-scorer": create_tone_scorer,
-    "textual-difference-scorer": create_textual_difference_scorer,
-}
-JUDGE_SCORERS = frozenset({"answer-relevancy-scorer"})
-JUDGE_MODEL_ENV = "EVALDUCK_JUDGE_MODEL"
+__all__ = ("Skipped", "build_scorers", "no_judge_message")
 
 
 @dataclass(frozen=True)
@@ -47,7 +30,7 @@ class Skipped:
 
 def no_judge_message(scorer_id: str) -> str:
     return (
-        f"{scorer_id} skipped: no judge model. Set EVALDUCK_JUDGE_MODEL (e.g. openai/gpt-4o-mini) with the "
+        f"{scorer_id} skipped: no judge model. Set {JUDGE_MODEL_ENV} (e.g. openai/gpt-4o-mini) with the "
         "provider's key (e.g. OPENAI_API_KEY), or use a local OpenAI-compatible server with --judge-model "
         "openai/<name> --judge-api-base http://127.0.0.1:8000/v1 (or OPENAI_API_BASE)."
     )
@@ -81,15 +64,16 @@ def build_scorers(
             continue
         spec = _spec(value)
         options = dict(spec.options)
-        if spec.id in JUDGE_SCORERS:
+        prebuilt = PREBUILT[spec.id]
+        if prebuilt.needs_judge:
             model = options.get("model") or judge_model or os.environ.get(JUDGE_MODEL_ENV, "").strip()
             if not model:
-                skipped.append(Skipped(spec.id, no_judge_message(spec.id), ANSWER_RELEVANCY_VERSION))
+                skipped.append(Skipped(spec.id, no_judge_message(spec.id), prebuilt.version))
                 continue
             options["model"] = model
             if judge_api_base and not options.get("api_base"):
                 options["api_base"] = judge_api_base
-        built.append(FACTORIES[spec.id](options))
+        built.append(prebuilt.factory(options))
     ids = [s.id for s in built] + [s.scorer_id for s in skipped]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:

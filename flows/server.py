@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
+from flows.settings import CACHE_DIR_ENV, DB_ENV
+
 if TYPE_CHECKING:
     from prefect.client.orchestration import SyncPrefectClient
 
@@ -340,7 +342,7 @@ def worker_env(options: ServeOptions) -> dict[str, str]:
     The DuckDB file and the step cache folder are absolute paths into the project, the same ones
     `evalduck run` uses from the project folder, so UI, scheduled and CLI runs share rows and cache.
     """
-    return {"EVALDUCK_DB": str(options.db_path), "EVALDUCK_CACHE_DIR": str(options.cache_dir)}
+    return {DB_ENV: str(options.db_path), CACHE_DIR_ENV: str(options.cache_dir)}
 
 
 def _reusable(state: ServeState | None) -> bool:

@@ -7,12 +7,11 @@ import asyncio
 import hashlib
 import importlib
 import inspect
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scorers import JudgeSettings, JudgeTransport, complete
+from scorers import JudgeSettings, JudgeTransport, canonical_json, complete
 
 from flows.datasets import DatasetItem
 
@@ -31,8 +30,7 @@ class TargetError(ValueError):
 
 
 def _digest(components: dict[str, Any]) -> str:
-    text = json.dumps(components, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical_json(components, default=str).encode("utf-8")).hexdigest()
 
 
 def _callable_identity(fn: Callable[..., Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from scorers._cache_key import canonical_json
 from scorers._context import ScorerInput, StepContext
 from scorers._errors import (
     ConfigError,
@@ -18,13 +19,22 @@ from scorers._errors import (
     ScorerInputError,
     StepResultError,
     describe_validation,
+    error_rule,
 )
-from scorers._judge import JudgeSettings
+from scorers._judge import JUDGE_MODEL_ENV, JudgeSettings
+from scorers._messages import check_text_field
 from scorers._result import JudgeUsage, ScorerResult, StepOutput
 from scorers._scorer import Scorer, create_scorer
 from scorers._step import JudgePrompt, Step
+from scorers._sync import run_sync
 from scorers.judge import JudgeTransport, LiteLLMTransport, complete
-from scorers.prebuilt import create_answer_relevancy_scorer, create_textual_difference_scorer, create_tone_scorer
+from scorers.prebuilt import (
+    PREBUILT,
+    PrebuiltScorer,
+    create_answer_relevancy_scorer,
+    create_textual_difference_scorer,
+    create_tone_scorer,
+)
 
 __all__ = (
     "create_scorer",
@@ -52,4 +62,11 @@ __all__ = (
     "JudgeConfigError",
     "InvalidJudgeAnswer",
     "describe_validation",
+    "canonical_json",
+    "error_rule",
+    "check_text_field",
+    "run_sync",
+    "PREBUILT",
+    "PrebuiltScorer",
+    "JUDGE_MODEL_ENV",
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = (
@@ -47,9 +47,17 @@ EXCLUDED_SETTINGS: frozenset[str] = frozenset(
 )
 
 
-def canonical_json(value: Any) -> str:
-    """Sorted keys, no whitespace, no NaN: the same value always gives the same text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+def canonical_json(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
+    """Sorted keys, no whitespace, non-ASCII kept: equal values always give the same text.
+
+    Without ``default`` (cache keys) the value must be plain JSON: a value json cannot write, NaN or an
+    infinity raises. With one (``default=str`` for item ids and target keys, over whatever a dataset row
+    holds) values json cannot write go through it, and NaN and infinities are written as ``NaN`` and
+    ``Infinity``, as ``json.dumps`` does by default.
+    """
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=default, allow_nan=default is not None
+    )
 
 
 def without_excluded(settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from pydantic import ValidationError
 
 __all__ = (
@@ -14,6 +17,7 @@ __all__ = (
     "JudgeConfigError",
     "InvalidJudgeAnswer",
     "describe_validation",
+    "error_rule",
 )
 
 
@@ -56,16 +60,31 @@ class InvalidJudgeAnswer(JudgeTransientError):
     """The judge's answer failed validation, and so did its answer to the one repair request."""
 
 
-def describe_validation(exc: ValidationError, noun: str = "option") -> str:
-    """pydantic errors as "`name` must ..., got value" lines."""
+def error_rule(error: Mapping[str, Any]) -> str:
+    """One pydantic error's message as a rule to write after a name: "Value error, " dropped, the first
+    letter lower-cased ("input should be greater than 0"). ``describe_validation`` and the CLI's
+    option-named errors (``flows/cli/errors.py``) both build on it."""
+    msg = str(error.get("msg") or "is not valid").removeprefix("Value error, ")
+    return msg[:1].lower() + msg[1:]
+
+
+def describe_validation(exc: ValidationError, noun: str = "option", *, known: Sequence[str] = ()) -> str:
+    """pydantic errors as "`name` must ..., got value" parts joined by "; ".
+
+    ``noun`` is what an unknown key is called ("unknown option `x`"); ``known``, when given, lists the keys
+    there are after it ("(fields: id, input)"). A required key that is absent is "missing `name`"; a
+    validator's message that already names its field ("`output[0]`.role must ...") is kept as it is.
+    """
     parts = []
     for err in exc.errors():
         name = ".".join(str(p) for p in err["loc"]) or "options"
-        msg = err["msg"].removeprefix("Value error, ")
+        rule = error_rule(err)
         if err["type"] == "extra_forbidden":
-            parts.append(f"unknown {noun} `{name}`")
-        elif msg.startswith("`"):
-            parts.append(msg)
+            parts.append(f"unknown {noun} `{name}`" + (f" ({noun}s: {', '.join(known)})" if known else ""))
+        elif err["type"] == "missing":
+            parts.append(f"missing `{name}`")
+        elif rule.startswith("`"):
+            parts.append(rule)
         else:
-            parts.append(f"`{name}` {msg[0].lower()}{msg[1:]}, got {err.get('input')!r:.80}")
+            parts.append(f"`{name}` {rule}, got {err.get('input')!r:.80}")
     return "; ".join(parts)

@@ -12,17 +12,21 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def check_text_field(value: Any, field: str) -> None:
-    """Raise ValueError unless ``value`` is a string, a chat message, or a list of chat messages.
+    """Raise ValueError unless ``value`` is None, a string, a chat message, or a list of chat messages.
 
-    A chat message is a mapping with a string ``role`` and a string ``content``.
+    A chat message is a mapping with a string ``role`` and a string ``content``. The one rule for these
+    fields: scorer runs (``ScorerInput``) and dataset rows (``flows/datasets.py``) both check with it.
     """
     if value is None or isinstance(value, str):
         return
-    messages = [value] if isinstance(value, Mapping) else value
+    single = isinstance(value, Mapping)
+    messages = [value] if single else value
     if not isinstance(messages, Sequence) or isinstance(messages, (bytes, bytearray)):
-        raise ValueError(f"`{field}` must be a string or a list of chat messages, got {type(value).__name__}")
+        raise ValueError(
+            f"`{field}` must be a string or a list of chat messages, got {type(value).__name__}: {value!r:.80}"
+        )
     for i, message in enumerate(messages):
-        where = f"`{field}[{i}]`"
+        where = f"`{field}`" if single else f"`{field}[{i}]`"
         if not isinstance(message, Mapping):
             raise ValueError(f"{where} must be a chat message {{'role', 'content'}}, got {message!r:.80}")
         if not isinstance(message.get("role"), str):

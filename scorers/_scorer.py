@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +14,7 @@ from scorers._judge import JudgeSettings
 from scorers._result import ScorerResult, StepOutput
 from scorers._retry import with_retries
 from scorers._step import JudgePrompt, Step, StepFunction
+from scorers._sync import run_sync
 from scorers._transport import JudgeTransport
 
 __all__ = ("Scorer", "create_scorer")
@@ -80,24 +79,7 @@ class Scorer:
 
     def run(self, *args: Any, transport: JudgeTransport | None = None, **kwargs: Any) -> ScorerResult:
         """Synchronous ``arun``; works inside a running event loop too (e.g. a notebook)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun(*args, transport=transport, **kwargs))
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["result"] = asyncio.run(self.arun(*args, transport=transport, **kwargs))
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-                box["error"] = exc
-
-        thread = threading.Thread(target=target, name=f"{self.id}-run")
-        thread.start()
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return box["result"]
+        return run_sync(self.arun(*args, transport=transport, **kwargs), thread_name=f"{self.id}-run")
 
     def assemble(self, run: ScorerInput | Mapping[str, Any], outputs: Mapping[str, StepOutput]) -> ScorerResult:
         """The ScorerResult from per-step outputs computed elsewhere (e.g. one Prefect task per step)."""

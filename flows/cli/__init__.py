@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from flows.cli.errors import UsageErrorsGroup, fail, label, value_error
+from flows.settings import DB_ENV, DEFAULT_DB_FILE, default_db_path
 
 __all__ = ("app", "main", "db_path", "fail")
 
@@ -34,10 +35,10 @@ def _global_options(
     ctx: typer.Context,
     db: Annotated[
         Path | None,
-        typer.Option("--db", envvar="EVALDUCK_DB", help="DuckDB results file [default: EVALDUCK_DB, else ./evals.duckdb]"),
+        typer.Option("--db", envvar=DB_ENV, help=f"DuckDB results file [default: {DB_ENV}, else ./{DEFAULT_DB_FILE}]"),
     ] = None,
 ) -> None:
-    ctx.obj = {"db": db if db is not None else Path("evals.duckdb")}
+    ctx.obj = {"db": db if db is not None else default_db_path()}
 
 
 def db_path(ctx: typer.Context) -> Path:
@@ -48,10 +49,10 @@ def db_path(ctx: typer.Context) -> Path:
     """
     root = ctx.find_root()
     obj = root.obj if isinstance(root.obj, dict) else {}
-    path = Path(obj.get("db") or "evals.duckdb")
+    path = Path(obj.get("db") or default_db_path())
     full = path.expanduser().absolute()
     if full.is_dir():
-        fail(value_error(label(ctx, "db"), path, f"is a folder, not a DuckDB file (e.g. {full / 'evals.duckdb'})"), ctx)
+        fail(value_error(label(ctx, "db"), path, f"is a folder, not a DuckDB file (e.g. {full / DEFAULT_DB_FILE})"), ctx)
     if not full.parent.is_dir():
         fail(value_error(label(ctx, "db"), path, f"folder {full.parent} does not exist (create it, or name a file "
                          "in an existing folder)"), ctx)

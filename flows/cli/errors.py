@@ -3,7 +3,8 @@
 Every usage error of every command goes through `UsageErrorsGroup`, the app's group class: typer's own
 (a bad number, a missing argument, an unknown option), the pydantic errors behind typer's conversions, and
 the `OptionError`s that commands raise. `describe` is the one place that turns a pydantic error into an
-option-named sentence, for typer's conversions and for `EvalConfig` alike. Only pydantic and rich here: no
+option-named sentence, for typer's conversions and for `EvalConfig` alike; a message it has no wording of its
+own for is scorers' `error_rule`, as in `describe_validation`. Only pydantic, rich and scorers here: no
 prefect import, so a usage error is reported in well under a second.
 """
 
@@ -18,6 +19,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.markup import escape
+from scorers import error_rule
 from typer.core import TyperGroup
 
 __all__ = ("OptionError", "UsageErrorsGroup", "describe", "fail", "label", "value_error", "config_error")
@@ -75,8 +77,7 @@ def describe(error: Mapping[str, Any], option: str, low: Any = None, high: Any =
     elif kind in _KINDS:
         rule = _KINDS[kind]
     else:
-        msg = str(error.get("msg", "is not valid")).removeprefix("Value error, ")
-        rule = msg[:1].lower() + msg[1:]
+        rule = error_rule(error)
     # A number that broke a bound is shown as typed; anything else quoted, so '' and ' x' read as such.
     return f"{option} {rule}, got {_shown(error.get('input'), bare=bound is not None)}"
 

@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from scorers import PREBUILT
 
 from flows.cli import app, db_path, fail
 from flows.cli.errors import config_error, label, value_error
@@ -138,8 +139,7 @@ def run(
     dataset: Annotated[Path, typer.Argument(help="Dataset file: .jsonl, .json, .csv or .parquet.")],
     scorer: Annotated[
         Optional[list[str]],
-        typer.Option("--scorer", "-s", help="Scorer id (repeatable): answer-relevancy-scorer, tone-scorer, "
-                     "textual-difference-scorer. Default: all three."),
+        typer.Option("--scorer", "-s", help=f"Scorer id (repeatable): {', '.join(PREBUILT)}. Default: all of them."),
     ] = None,
     target: Annotated[
         Optional[str],

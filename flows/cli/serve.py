@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from flows.cli import app, db_path, fail
 from flows.cli.errors import label, value_error
+from flows.settings import CACHE_DIR_ENV, default_cache_dir
 
 _console = Console(highlight=False, soft_wrap=True)
 
@@ -33,7 +34,9 @@ def serve(
         int, typer.Option(envvar="EVALDUCK_PORT", min=1, max=65535, help="Port of a local server started here.")
     ] = 4200,
     host: Annotated[str, typer.Option(help="Interface of a local server started here.")] = "127.0.0.1",
-    cache_dir: Annotated[Path | None, typer.Option(envvar="EVALDUCK_CACHE_DIR", help="Step cache folder.")] = None,
+    cache_dir: Annotated[
+        Path | None, typer.Option(envvar=CACHE_DIR_ENV, help="Step cache folder [default: .evalduck/cache in the project].")
+    ] = None,
     prefect_file: Annotated[Path | None, typer.Option(help="Deployments to create (default prefect.yaml).")] = None,
     state_dir: StateDir = None,
     timeout: Annotated[float, typer.Option(min=1, help="Seconds to wait for a new server's /api/health.")] = 180.0,
@@ -58,7 +61,7 @@ def serve(
         project_dir=project,
         state_dir=(state_dir or project / ".evalduck").resolve(),
         db_path=db_path(ctx).resolve(),
-        cache_dir=(cache_dir or project / ".evalduck" / "cache").resolve(),
+        cache_dir=(cache_dir or default_cache_dir(project)).resolve(),
         host=host,
         port=port,
         api_url=configured_api_url(),

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ("item_id", "item_ids", "canonical_json")
+from scorers import canonical_json
+
+__all__ = ("item_id", "item_ids")
 
 # What identifies an item when the dataset gives no id: what the item asks and expects, never the
 # output (two systems' precomputed outputs for the same questions must pair up) nor free-form metadata.
@@ -16,11 +17,6 @@ _HASHED_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("groundTruth", ("groundTruth", "ground_truth")),
     ("requestContext", ("requestContext", "request_context")),
 )
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no insignificant whitespace: equal data gives equal text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _field(row: Mapping[str, Any], names: tuple[str, ...]) -> Any:
@@ -40,7 +36,7 @@ def item_id(row: Mapping[str, Any]) -> str:
     if given is not None:
         return str(given)
     content = {key: _field(row, names) for key, names in _HASHED_FIELDS}
-    return "h:" + hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()[:16]
+    return "h:" + hashlib.sha256(canonical_json(content, default=str).encode("utf-8")).hexdigest()[:16]
 
 
 def item_ids(rows: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -9,7 +9,6 @@ transaction: a batch lands whole or not at all, and a crash loses only batches n
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -20,6 +19,7 @@ from typing import Any
 import duckdb
 from pydantic import BaseModel
 
+from flows.settings import default_db_path
 from flows.store.connection import connect, transaction
 from flows.store.errors import StoreError, UnknownRunError
 from flows.store.ids import item_id as compute_item_id
@@ -31,11 +31,6 @@ __all__ = ("Store", "RunSummary", "default_db_path", "RUN_STATUSES")
 RUN_STATUSES = ("running", "completed", "failed", "cancelled")
 ITEM_COLUMNS = ("run_id", "item_id", "input", "output", "ground_truth", "request_context", "metadata", "created_at")
 _ITEM_ALIASES = {"ground_truth": ("ground_truth", "groundTruth"), "request_context": ("request_context", "requestContext")}
-
-
-def default_db_path() -> Path:
-    """`EVALDUCK_DB` when set, else `./evals.duckdb`."""
-    return Path(os.environ.get("EVALDUCK_DB") or "evals.duckdb")
 
 
 def _evalduck_version() -> str | None:

@@ -141,7 +141,7 @@ def test_bad_rows_are_no_usage_error(work: Path) -> None:
     (work / "bad.jsonl").write_text('{"input": "ok", "output": "fine"}\n{"input": ["[/]"], "output": "x"}\n')
     done = evalduck(work, "run", "bad.jsonl")
     assert done.returncode == 1, done.stderr
-    assert "bad.jsonl line 2: `input` must be a string" in done.stderr and "got ['[/]']" in done.stderr
+    assert "bad.jsonl line 2: `input[0]` must be a chat message" in done.stderr and "got '[/]'" in done.stderr
     assert "Traceback" not in done.stderr and PREFECT_IMPORTED not in done.stderr
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from scorers import ScorerInput
 
 from flows.datasets import DatasetError, DatasetPathError, dataset_from_rows, load_dataset
 
@@ -28,7 +29,34 @@ def test_jsonl_errors_name_every_bad_line(tmp_path: Path) -> None:
     assert err.value.problems == [
         f"{path} line 3 (item 'b-1'): missing `input`",
         f"{path} line 4: unknown field `foo` (fields: id, input, output, groundTruth, requestContext, metadata)",
-        f"{path} line 5: `input` must be a string or a list of {{role, content}} chat messages, got 3",
+        f"{path} line 5: `input` must be a string or a list of chat messages, got int: 3",
+    ]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["q", {"role": "user", "content": "q"}, [{"role": "user", "content": "q"}], 3, [{"role": "user"}], ["q"], b"q"],
+)
+def test_text_fields_follow_the_scorers_rule(value: object) -> None:
+    """A row's input/output/groundTruth is accepted exactly when a scorer run would accept it."""
+    try:
+        ScorerInput(input=value, output="a", ground_truth=value)
+    except ValueError as exc:
+        with pytest.raises(DatasetError) as err:
+            dataset_from_rows([{"input": "q", "output": "a", "groundTruth": value}])
+        assert "`groundTruth" in str(err.value) and "`ground_truth" in str(exc)
+    else:
+        (item,) = dataset_from_rows([{"input": value, "groundTruth": value}]).items
+        assert item.input == item.ground_truth == ([value] if isinstance(value, dict) else value)
+
+
+def test_nested_message_errors_name_the_message(tmp_path: Path) -> None:
+    path = _write(tmp_path / "d.jsonl", '{"input": [{"role": "user", "content": 3}]}\n{"input": {"content": "x"}}\n')
+    with pytest.raises(DatasetError) as err:
+        load_dataset(path)
+    assert err.value.problems == [
+        f"{path} line 1: `input[0]`.content must be a string, got int: 3",
+        f"{path} line 2: `input`.role must be a string, got None",
     ]
 
 

@@ -8,12 +8,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
+import yaml
 
 from flows.artifacts import artifact_key, comparison_markdown, summary_rows
 from flows.registry import build_scorers
 from flows.targets import TargetError, resolve_target
 from flows.tasks import RateLimiter, StepCacheKey, chunk_key, is_transient
-from scorers import InvalidJudgeAnswer, JudgeConfigError, JudgeTransientError
+from scorers import PREBUILT, InvalidJudgeAnswer, JudgeConfigError, JudgeTransientError
 
 
 def test_cache_policy_hands_over_the_scorers_key() -> None:
@@ -71,6 +72,29 @@ def test_registry_builds_with_options_and_skips_without_judge(monkeypatch: pytes
         build_scorers(["tone-scorer", "tone-scorer"])
     with pytest.raises(ValueError):
         build_scorers([{"id": "tone-scorer", "options": {"scale": -1}}])
+
+
+def test_scorer_ids_come_from_one_table() -> None:
+    """scorers.PREBUILT is the list: the spec's choices, the defaults, the registry, the CLI help and the
+    ids prefect.yaml's `scorers` anchor lists (kept there as data) all agree with it."""
+    import typer
+
+    from flows.cli import app
+    from flows.config import DEFAULT_SCORERS, SCORER_IDS, ScorerSpec
+
+    ids = tuple(PREBUILT)
+    assert SCORER_IDS == DEFAULT_SCORERS == ids == ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
+    assert ScorerSpec.model_json_schema()["properties"]["id"]["enum"] == list(ids)
+    with pytest.raises(ValueError, match="input should be 'answer-relevancy-scorer', 'tone-scorer' or 'textual"):
+        build_scorers(["tone"])
+    built, skipped = build_scorers(list(ids))
+    assert sorted([s.id for s in built] + [s.scorer_id for s in skipped]) == sorted(ids)
+    assert all(s.version == PREBUILT[s.scorer_id].version for s in skipped)
+    run = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    (scorer_help,) = [p.help for p in run.params if p.name == "scorer"]
+    assert f"Scorer id (repeatable): {', '.join(ids)}." in scorer_help
+    definitions = yaml.safe_load((Path(__file__).parents[2] / "prefect.yaml").read_text())["definitions"]
+    assert [s["id"] for s in definitions["scorers"]] and {s["id"] for s in definitions["scorers"]} <= set(ids)
 
 
 def test_target_errors_keep_the_target_apart_from_the_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

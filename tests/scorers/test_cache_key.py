@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import scorers
 from scorers import ScorerInput, StepContext, create_answer_relevancy_scorer, create_textual_difference_scorer
 from scorers._cache_key import canonical_json, hash_components, without_excluded
 
@@ -32,6 +34,14 @@ def test_canonical_json_is_order_independent() -> None:
     assert hash_components({"x": 1, "y": 2}) == hash_components({"y": 2, "x": 1})
     with pytest.raises(ValueError):
         canonical_json(float("nan"))
+
+
+def test_canonical_json_with_a_default_writes_any_data() -> None:
+    """The lenient form, for item ids and target keys over whatever a row holds (strict for cache keys)."""
+    with pytest.raises(TypeError):
+        canonical_json({"p": Path("x")})
+    assert canonical_json({"p": Path("x"), "n": float("nan"), "é": "ü"}, default=str) == '{"n":NaN,"p":"x","é":"ü"}'
+    assert scorers.canonical_json is canonical_json
 
 
 def test_keys_are_sha256_hex_and_stable() -> None:

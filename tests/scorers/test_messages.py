@@ -61,3 +61,9 @@ def test_bad_fields_are_named(value: object, fragment: str) -> None:
 def test_split_sentences_drops_only_whitespace(text: str, sentences: list[str]) -> None:
     assert split_sentences(text) == sentences
     assert " ".join(split_sentences(text)).split() == text.split()
+
+
+def test_one_message_is_a_field_too() -> None:
+    check_text_field({"role": "user", "content": "q"}, "input")
+    with pytest.raises(ValueError, match=r"^`input`.role must be a string, got None$"):
+        check_text_field({"content": "q"}, "input")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import scorers
 
 
@@ -21,3 +23,22 @@ def test_public_names() -> None:
     assert issubclass(scorers.ConfigError, ValueError) and issubclass(scorers.ScorerInputError, ValueError)
     assert issubclass(scorers.InvalidJudgeAnswer, scorers.JudgeTransientError)
     assert issubclass(scorers.JudgeConfigError, scorers.JudgeError) and issubclass(scorers.JudgeError, scorers.EvalduckError)
+
+
+def test_describe_validation_names_every_problem() -> None:
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        size: int = Field(ge=1)
+        name: str
+
+    with pytest.raises(ValidationError) as info:
+        Options.model_validate({"size": 0, "colour": "red"})
+    assert scorers.describe_validation(info.value) == (
+        "`size` input should be greater than or equal to 1, got 0; missing `name`; unknown option `colour`"
+    )
+    assert scorers.describe_validation(info.value, "field", known=("size", "name")).endswith(
+        "unknown field `colour` (fields: size, name)"
+    )
+    assert scorers.error_rule({"msg": "Value error, Must be odd"}) == "must be odd"

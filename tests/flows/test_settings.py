@@ -1,0 +1,60 @@
+"""Default paths: one function each, read when called, used by the store, the flow and the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import flows.config
+import flows.store
+from flows import settings
+
+
+def test_db_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(settings.DB_ENV, raising=False)
+    assert settings.default_db_path() == Path("evals.duckdb")
+    monkeypatch.setenv(settings.DB_ENV, str(tmp_path / "x.duckdb"))
+    assert settings.default_db_path() == tmp_path / "x.duckdb"
+    assert flows.store.default_db_path is settings.default_db_path
+
+
+def test_cache_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(settings.CACHE_DIR_ENV, raising=False)
+    assert settings.default_cache_dir() == Path(".evalduck/cache")
+    assert settings.default_cache_dir(tmp_path) == tmp_path / ".evalduck" / "cache"  # serve: the project folder
+    monkeypatch.setenv(settings.CACHE_DIR_ENV, "elsewhere")
+    assert settings.default_cache_dir(tmp_path) == Path("elsewhere")
+    assert flows.config.default_cache_dir is settings.default_cache_dir
+
+
+def test_cli_db_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(settings.DB_ENV, raising=False)
+    done = CliRunner().invoke(app, ["runs"])
+    assert done.exit_code == 0, done.output
+    assert f"No runs in {tmp_path / settings.DEFAULT_DB_FILE}" in " ".join(done.output.split())
+    monkeypatch.setenv(settings.DB_ENV, "other.duckdb")
+    assert "other.duckdb" in CliRunner().invoke(app, ["runs"]).output
+
+
+def test_one_judge_model_variable() -> None:
+    import scorers
+    from flows.registry import no_judge_message
+
+    assert scorers.JUDGE_MODEL_ENV == "EVALDUCK_JUDGE_MODEL"
+    assert scorers.JUDGE_MODEL_ENV in no_judge_message("x")
+
+
+def test_serve_worker_gets_the_same_variables(tmp_path: Path) -> None:
+    from flows.server import ServeOptions, worker_env
+
+    options = ServeOptions(project_dir=tmp_path, state_dir=tmp_path / "state", db_path=tmp_path / "e.duckdb",
+                           cache_dir=tmp_path / "cache", host="127.0.0.1", port=4200, api_url=None,
+                           prefect_file=None, health_timeout=1.0)
+    assert worker_env(options) == {settings.DB_ENV: str(tmp_path / "e.duckdb"),
+                                   settings.CACHE_DIR_ENV: str(tmp_path / "cache")}
