@@ -49,6 +49,7 @@ __all__ = (
     "child_main",
     "leased_judge_process",
     "litellm_settings_made_in_python",
+    "prestart",
 )
 
 # Beyond the request's own timeout (the child enforces it): a child that never answers.
@@ -306,6 +307,15 @@ def _stop_idle() -> None:
 
 
 atexit.register(_stop_idle)
+
+
+def prestart() -> None:
+    """Start a child now for a run of this process that will lease it, so that litellm's import in the
+    child overlaps the caller's own start-up (Prefect's import, the server, the run's set-up) instead of
+    delaying the run's first judge requests; an unused child is stopped at exit like an idle one."""
+    with _idle_lock:
+        if not any(process.alive for process in _idle):
+            _idle.append(JudgeProcess().start())
 
 
 @contextlib.contextmanager

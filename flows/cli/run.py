@@ -100,6 +100,13 @@ def _check_resume(ctx: typer.Context, err: Console, db: Path, ref: str) -> None:
         _stop(err, exc, 1)
 
 
+def _calls_models(config: EvalConfig) -> bool:
+    """Whether the run will send judge or model requests (a judge scorer, or a 'model:' target)."""
+    from scorers import PREBUILT
+
+    return (config.target or "").startswith("model:") or any(PREBUILT[s.id].needs_judge for s in config.scorers)
+
+
 def _server_for_run(err: Console, flag: bool) -> str | None:
     """The API URL of the server this run records to, or None for Prefect's temporary one (see
     flows/local_server.py for the order); says which in one line."""
@@ -216,6 +223,10 @@ def run(
     except ValidationError as exc:
         raise config_error(ctx, exc, EvalConfig, _PARAM_OF_FIELD) from None
     _check_usage(ctx, err, config)
+    if config.judge_process and _calls_models(config):
+        from flows.judge_process import prestart
+
+        prestart()
 
     from flows.datasets import DatasetError
     from flows.eval_flow import run_eval_config

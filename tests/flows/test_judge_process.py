@@ -190,3 +190,14 @@ def test_litellm_settings_made_in_python_reach_the_requests(
     assert len(seen) == judge.request_count == 6
     warnings = [r.getMessage() for r in caplog.records if "litellm settings made in Python" in r.getMessage()]
     assert len(warnings) == 1 and "(callbacks)" in warnings[0]
+
+
+def test_a_prestarted_child_is_the_one_the_next_run_leases() -> None:
+    from flows.judge_process import prestart
+
+    prestart()
+    prestart()  # one is enough
+    with leased_judge_process() as first:
+        assert first.alive
+    with leased_judge_process() as again:
+        assert again is first
