@@ -215,7 +215,7 @@ class JudgeProcess:
                 self._conn.send(None)
         if self._proc is not None:
             try:
-                self._proc.wait(timeout=10)
+                self._proc.wait(timeout=2)  # an idle child (one still importing litellm too) has nothing to lose
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()

@@ -101,10 +101,14 @@ def _check_resume(ctx: typer.Context, err: Console, db: Path, ref: str) -> None:
 
 
 def _calls_models(config: EvalConfig) -> bool:
-    """Whether the run will send judge or model requests (a judge scorer, or a 'model:' target)."""
-    from scorers import PREBUILT
+    """Whether the run will send judge or model requests: a 'model:' target, or a judge scorer that has a
+    model (one without is skipped)."""
+    from scorers import JUDGE_MODEL_ENV, PREBUILT
 
-    return (config.target or "").startswith("model:") or any(PREBUILT[s.id].needs_judge for s in config.scorers)
+    default_model = config.judge_model or os.environ.get(JUDGE_MODEL_ENV, "").strip()
+    return (config.target or "").startswith("model:") or any(
+        PREBUILT[s.id].needs_judge and (s.options.get("model") or default_model) for s in config.scorers
+    )
 
 
 def _server_for_run(err: Console, flag: bool) -> str | None:

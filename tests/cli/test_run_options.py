@@ -32,3 +32,15 @@ def test_cli_defaults_are_the_models() -> None:
         if field in GLOBAL:
             continue
         assert params[field].default == info.default, field  # type: ignore[attr-defined]
+
+
+def test_the_judge_child_is_started_early_only_for_runs_that_call_a_model(monkeypatch: object) -> None:
+    from flows.cli.run import _calls_models
+
+    monkeypatch.delenv("EVALDUCK_JUDGE_MODEL", raising=False)  # type: ignore[attr-defined]
+    assert not _calls_models(EvalConfig(dataset="d.jsonl"))  # answer relevancy without a model is skipped
+    assert _calls_models(EvalConfig(dataset="d.jsonl", judge_model="openai/x"))
+    assert _calls_models(EvalConfig(dataset="d.jsonl", scorers=["tone-scorer"], target="model:openai/x"))
+    assert not _calls_models(EvalConfig(dataset="d.jsonl", scorers=["tone-scorer"], judge_model="openai/x"))
+    monkeypatch.setenv("EVALDUCK_JUDGE_MODEL", "openai/y")  # type: ignore[attr-defined]
+    assert _calls_models(EvalConfig(dataset="d.jsonl"))
