@@ -19,7 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,6 +31,7 @@ from flows.server import (
     DEFAULT_PORT,
     ServeError,
     ServeState,
+    child_env,
     is_alive,
     is_healthy,
     read_state,
@@ -45,6 +50,7 @@ __all__ = (
     "project_state_dir",
     "recorded_server",
     "reuse_recorded_server",
+    "run_scoped_server",
 )
 
 EPHEMERAL_ENV = "EVALDUCK_EPHEMERAL"
@@ -143,3 +149,60 @@ def reuse_recorded_server() -> Iterator[str | None]:
         return
     with temporary_settings(updates={PREFECT_API_URL: state.api_url}):
         yield state.api_url
+
+
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """In the child before exec: SIGKILL it when its parent dies, however that parent ends (Linux)."""
+
+    def arm() -> None:
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the parent died before the line above
+                os._exit(1)
+
+    return arm
+
+
+def _drain_prefect_workers() -> None:
+    """Send the run's last log lines and events before the server goes (Prefect does it at exit, which
+    would be after it)."""
+    if "prefect" not in sys.modules:
+        return
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        worker.drain_all(timeout=5)
+
+
+@contextlib.contextmanager
+def run_scoped_server(timeout: float = 180.0) -> Iterator[str]:
+    """A Prefect API server for one CLI run (CI, --ephemeral), ended with it: Prefect's temporary server,
+    started as Prefect starts it but by us, so that it dies with this process even when this process is
+    killed (Prefect's own one, orphaned by a killed run, ignored SIGTERM and held its port and database)."""
+    port = _free_port(0)
+    api_url = f"http://{HOST}:{port}/api"
+    env = child_env({"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"})
+    env.pop("PREFECT_API_URL", None)
+    with tempfile.TemporaryDirectory(prefix="evalduck-server-") as scratch:
+        log = Path(scratch) / "server.log"
+        with log.open("ab") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app", "--host", HOST,
+                 "--port", str(port), "--log-level", "error", "--lifespan", "on"],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                preexec_fn=_die_with_parent(os.getpid()),  # noqa: PLW1509 - no threads of ours run yet
+            )
+        try:
+            wait_healthy(api_url, timeout, process, log)
+            yield api_url
+        finally:
+            _drain_prefect_workers()
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

@@ -7,6 +7,7 @@ commands start fast.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -111,37 +112,34 @@ def _calls_models(config: EvalConfig) -> bool:
     )
 
 
-def _server_for_run(err: Console, flag: bool) -> str | None:
-    """The API URL of the server this run records to, or None for Prefect's temporary one (see
-    flows/local_server.py for the order); says which in one line."""
-    from flows.local_server import ephemeral, local_server, project_state_dir
+def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tuple[str, bool]:
+    """The API URL of the server this run records to (see flows/local_server.py for the order), and
+    whether it outlives the run (so its flow run page is worth printing); says which in one line."""
+    from flows.local_server import ephemeral, local_server, project_state_dir, run_scoped_server
     from flows.server import ServeError, configured_api_url
 
     configured = configured_api_url()
     if configured:
         err.print(f"[dim]Prefect: server {escape(configured)} (PREFECT_API_URL)[/dim]")
-        return configured
-    if ephemeral(flag):
-        err.print("[dim]Prefect: a temporary local server for this run (--ephemeral, EVALDUCK_EPHEMERAL or CI)[/dim]")
-        return None
+        return configured, True
     try:
+        if ephemeral(flag):
+            err.print("[dim]Prefect: a temporary server for this run (--ephemeral, EVALDUCK_EPHEMERAL or CI)[/dim]")
+            return stack.enter_context(run_scoped_server()), False
         state = local_server(project_state_dir(), say=lambda line: err.print(escape(line), highlight=False))
     except ServeError as exc:
-        err.print(f"[red]error:[/red] could not start a local Prefect server: {escape(str(exc))} "
-                  "(--ephemeral runs without one)", highlight=False)
+        err.print(f"[red]error:[/red] could not start a local Prefect server: {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     err.print(f"[dim]Prefect: server {escape(state.api_url)} (this folder's; UI at {escape(state.ui_url)})[/dim]")
-    return state.api_url
+    return state.api_url, True
 
 
-def _api(api_url: str | None) -> Any:
+def _api(api_url: str) -> Any:
     """Prefect's settings pointed at ``api_url`` for the run (environment changes after Prefect's import
-    are not seen), or left as they are."""
-    import contextlib
-
+    are not seen)."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    return temporary_settings(updates={PREFECT_API_URL: api_url}) if api_url else contextlib.nullcontext()
+    return temporary_settings(updates={PREFECT_API_URL: api_url})
 
 
 @app.command()
@@ -240,19 +238,20 @@ def run(
     from flows.store import StoreError, UnknownRunError
     from flows.targets import TargetError
 
-    api_url = _server_for_run(err, ephemeral)
-    try:
-        with use_sink(RichProgress(err)), _api(api_url), local_mode_settings():
-            result = run_eval_config(config)
-    except (DatasetError, TargetError, UnknownRunError) as exc:
-        _stop(err, exc, 2 if isinstance(exc, UnknownRunError) else 1)
-    except (StoreError, ValueError) as exc:
-        _stop(err, exc, 1)
+    with contextlib.ExitStack() as stack:
+        api_url, lasting = _server_for_run(err, ephemeral, stack)
+        try:
+            with use_sink(RichProgress(err)), _api(api_url), local_mode_settings():
+                result = run_eval_config(config)
+        except (DatasetError, TargetError, UnknownRunError) as exc:
+            _stop(err, exc, 2 if isinstance(exc, UnknownRunError) else 1)
+        except (StoreError, ValueError) as exc:
+            _stop(err, exc, 1)
     out.print(_summary_table(result))
     errored = sum(s["errored"] for s in result.summary["scorers"].values())
     if errored:
         err.print(f"[yellow]{errored} cell(s) ended in error: see `evalduck show {result.run_id}`[/yellow]")
-    if api_url and result.flow_run_id:
+    if lasting and result.flow_run_id:
         out.print(f"[dim]flow run: {escape(ui_url_for(api_url))}/runs/flow-run/{result.flow_run_id}[/dim]")
     out.print(f"[dim]results in {escape(result.db)}; try `evalduck show {escape(result.name or result.run_id)}`[/dim]")
     sys.stdout.flush()

@@ -118,6 +118,24 @@ def test_a_stale_record_is_recovered(folder: tuple[Path, dict[str, str]]) -> Non
 def test_in_ci_a_run_leaves_nothing_behind(folder: tuple[Path, dict[str, str]]) -> None:
     cwd, env = folder
     proc = run(cwd, {**env, "CI": "true"}, "--name", "ci")
-    assert "temporary local server" in proc.stderr
+    assert "a temporary server for this run" in proc.stderr
     assert not (cwd / ".evalduck" / "serve.json").exists()
+    assert none_left(env) == []
+
+
+def test_a_killed_ci_run_leaves_no_server_behind(folder: tuple[Path, dict[str, str]]) -> None:
+    """SIGKILL mid-run: the run's server (ours, armed to die with its parent) goes too."""
+    cwd, env = folder
+    (cwd / "slow_target.py").write_text("import time\ndef answer(question):\n    time.sleep(60)\n    return 'late'\n")
+    proc = subprocess.Popen([CLI, "run", "data.jsonl", "-s", "tone-scorer", "--target", "slow_target:answer"],
+                            cwd=cwd, env={**env, "CI": "true"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while len(ours(env)) < 2 and time.monotonic() < deadline:  # the CLI and its server
+            time.sleep(0.2)
+        assert len(ours(env)) >= 2, "the run's server never started"
+        time.sleep(2)  # into the run itself
+    finally:
+        proc.kill()
+        proc.wait()
     assert none_left(env) == []
