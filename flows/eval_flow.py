@@ -216,6 +216,11 @@ class _Rows:
         return f"<{len(self.rows)} rows in memory>"
 
 
+def _given_options(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The run options among ``run_evals``' arguments that the caller set (None means not given)."""
+    return {key: value for key, value in arguments.items() if key in RunOptions.model_fields and value is not None}
+
+
 class _EvalsFlow(Flow[..., EvalResult]):
     """A Flow that keeps in-memory rows in this process (they land in the store's `items` table) and
     reports them and other Python objects to the API as short descriptions."""
@@ -223,8 +228,7 @@ class _EvalsFlow(Flow[..., EvalResult]):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         bound = inspect.signature(self.fn).bind_partial(*args, **kwargs)
         # Bad options fail here, before a flow run exists (the body binds them again, for direct calls).
-        bind_options(bound.arguments.get("options"),
-                     {k: v for k, v in bound.arguments.items() if k in RunOptions.model_fields and v is not None})
+        bind_options(bound.arguments.get("options"), _given_options(bound.arguments))
         data = bound.arguments.get("data")
         if data is not None and not isinstance(data, (str, os.PathLike, _Rows, Dataset)):
             bound.arguments["data"] = _Rows(data)
@@ -299,7 +303,7 @@ def _run_evals(
             environment variables only: a run that finds litellm settings made in Python (callbacks,
             ``litellm.api_key``...) keeps its requests in this process and logs one warning line.
     """
-    given = {key: value for key, value in locals().items() if key in RunOptions.model_fields and value is not None}
+    given = _given_options(locals())
     return _execute(data=data, scorers=scorers or list(DEFAULT_SCORERS), target=target,
                     options=bind_options(options, given), on_item_complete=on_item_complete)
 

@@ -10,8 +10,8 @@ here, and the runs never show in a UI. So `evalduck run` uses, in order:
    own, recorded in that state file (pid, port, PREFECT_HOME), and left running for the next runs until
    `evalduck stop`.
 
-With ``CI`` set, ``--ephemeral`` or ``EVALDUCK_EPHEMERAL=1`` a run keeps Prefect's temporary server and
-leaves nothing behind. ``run_evals`` (the Python API) reuses a healthy server of step 2 and never starts
+With ``CI`` set, ``--ephemeral`` or ``EVALDUCK_EPHEMERAL=1`` a CLI run gets a temporary server of its own
+(``run_scoped_server``) and leaves nothing behind. ``run_evals`` (the Python API) reuses a healthy server of step 2 and never starts
 one by itself: a library call should not leave a process behind.
 """
 
@@ -34,6 +34,7 @@ from flows.server import (
     child_env,
     is_alive,
     is_healthy,
+    prefect_home,
     read_state,
     start_server,
     stop_server,
@@ -59,7 +60,7 @@ HOST = "127.0.0.1"
 
 
 def ephemeral(flag: bool = False) -> bool:
-    """Whether a run uses Prefect's temporary server: ``--ephemeral``, EVALDUCK_EPHEMERAL=1, or CI set."""
+    """Whether a run uses a temporary server of its own: ``--ephemeral``, EVALDUCK_EPHEMERAL=1, or CI set."""
     value = os.environ.get(EPHEMERAL_ENV, "").strip().lower()
     return flag or value in {"1", "true", "yes"} or bool(os.environ.get("CI"))
 
@@ -123,7 +124,7 @@ def local_server(state_dir: Path, say: Callable[[str], None], timeout: float = 1
     process = start_server(HOST, port, log)
     state = ServeState(
         api_url=api_url, ui_url=ui_url_for(api_url), server_pid=process.pid, project_dir=str(Path.cwd()),
-        prefect_home=os.environ.get("PREFECT_HOME") or str(Path.home() / ".prefect"),
+        prefect_home=prefect_home(),
     )
     write_state(state_dir, state)
     try:

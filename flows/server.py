@@ -84,6 +84,11 @@ def prefect_executable() -> str:
     return str(Path(sys.executable).with_name("prefect"))
 
 
+def prefect_home() -> str:
+    """The PREFECT_HOME a server started from here uses (its database lives there)."""
+    return os.environ.get("PREFECT_HOME") or str(Path.home() / ".prefect")
+
+
 def configured_api_url() -> str | None:
     """PREFECT_API_URL from the environment or the active Prefect profile (imports Prefect)."""
     from prefect.settings import get_current_settings
@@ -395,7 +400,7 @@ def _state(options: ServeOptions, api_url: str, server_pid: int | None, worker_p
     return ServeState(
         api_url=api_url, ui_url=ui_url_for(api_url), server_pid=server_pid, worker_pid=worker_pid,
         db_path=str(options.db_path), project_dir=str(options.project_dir),
-        prefect_home=os.environ.get("PREFECT_HOME") or str(Path.home() / ".prefect"),
+        prefect_home=prefect_home(),
     )
 
 

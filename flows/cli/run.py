@@ -102,14 +102,15 @@ def _check_resume(ctx: typer.Context, err: Console, db: Path, ref: str) -> None:
 
 
 def _calls_models(config: EvalConfig) -> bool:
-    """Whether the run will send judge or model requests: a 'model:' target, or a judge scorer that has a
-    model (one without is skipped)."""
-    from scorers import JUDGE_MODEL_ENV, PREBUILT
+    """Whether the run will send judge or model requests: a 'model:' target, or a judge step among the
+    scorers the registry builds (it skips a judge scorer without a model), as the flow decides it."""
+    from flows.registry import build_scorers
 
-    default_model = config.judge_model or os.environ.get(JUDGE_MODEL_ENV, "").strip()
-    return (config.target or "").startswith("model:") or any(
-        PREBUILT[s.id].needs_judge and (s.options.get("model") or default_model) for s in config.scorers
-    )
+    try:
+        built, _ = build_scorers(config.scorers, judge_model=config.judge_model, judge_api_base=config.judge_api_base)
+    except ValueError:  # bad scorer options: the run reports them, as it always has
+        return False
+    return (config.target or "").startswith("model:") or any(step.is_judge for s in built for step in s.steps)
 
 
 def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tuple[str, bool]:
@@ -193,7 +194,7 @@ def run(
     ] = True,
     ephemeral: Annotated[
         bool,
-        typer.Option("--ephemeral", help="Use Prefect's temporary server for this run, as in CI (also "
+        typer.Option("--ephemeral", help="Use a temporary Prefect server for this run, as in CI (also "
                      "EVALDUCK_EPHEMERAL=1): nothing is left running, and the run is in no UI."),
     ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's own log lines too.")] = False,
