@@ -23,6 +23,7 @@ from scorers._errors import (
 )
 from scorers._judge import JUDGE_MODEL_ENV, JudgeSettings
 from scorers._messages import check_text_field
+from scorers._pipeline import PipelineState, RunStep, walk_steps
 from scorers._result import JudgeUsage, ScorerResult, StepOutput
 from scorers._scorer import Scorer, create_scorer
 from scorers._step import JudgePrompt, Step
@@ -48,6 +49,9 @@ __all__ = (
     "ScorerInput",
     "ScorerResult",
     "StepOutput",
+    "PipelineState",
+    "RunStep",
+    "walk_steps",
     "JudgeSettings",
     "JudgeUsage",
     "JudgeTransport",

@@ -11,6 +11,7 @@ from scorers._cache_key import canonical_json
 from scorers._context import STEP_ORDER, ScorerInput, StepContext
 from scorers._errors import ConfigError
 from scorers._judge import JudgeSettings
+from scorers._pipeline import PipelineState, walk_steps
 from scorers._result import ScorerResult, StepOutput
 from scorers._retry import with_retries
 from scorers._step import JudgePrompt, Step, StepFunction
@@ -64,18 +65,15 @@ class Scorer:
         """Score one run, step by step, retrying transient judge errors per ``JudgeSettings.retries``.
 
         Judge requests go through ``transport`` (default: litellm in this process)."""
-        run = ScorerInput.from_call(args, kwargs)
+        state = PipelineState(self, ScorerInput.from_call(args, kwargs))
         retries = self.judge.retries if self.judge is not None else 0
-        outputs: dict[str, StepOutput] = {}
-        score: float | None = None
-        for step in self.steps:
-            ctx = self.context_for(step.name, run, {k: v.result for k, v in outputs.items()}, score)
-            runner = step.arun
-            outputs[step.name] = await with_retries(lambda: runner(ctx, transport=transport), retries=retries,
-                                                    label=step.label)
-            if step.name == "generate_score":
-                score = float(outputs[step.name].result)
-        return self.assemble(run, outputs)
+
+        async def run_step(step: Step, contexts: list[StepContext]) -> list[StepOutput]:
+            return [await with_retries(lambda: step.arun(contexts[0], transport=transport), retries=retries,
+                                       label=step.label)]
+
+        await walk_steps([state], run_step)  # a step's exception propagates: a standalone run raises it
+        return state.result()
 
     def run(self, *args: Any, transport: JudgeTransport | None = None, **kwargs: Any) -> ScorerResult:
         """Synchronous ``arun``; works inside a running event loop too (e.g. a notebook)."""

@@ -9,10 +9,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from scorers._errors import ConfigError
-from scorers._errors import describe_validation
+from scorers._errors import ConfigError, describe_validation
+from scorers._judge import JudgeSettings
 
-__all__ = ("OptionsModel", "ScaleOptions", "parse_options")
+__all__ = ("OptionsModel", "ScaleOptions", "JudgeOptions", "parse_options")
 
 OptionsT = TypeVar("OptionsT", bound="OptionsModel")
 
@@ -32,6 +32,25 @@ class ScaleOptions(OptionsModel):
         if not value > 0 or value == float("inf"):
             raise ValueError(f"`scale` must be a finite number greater than 0, got {value!r}")
         return value
+
+
+class JudgeOptions(OptionsModel):
+    """A judge scorer's judge: a whole ``judge`` (settings or a model string), and single settings that
+    override it."""
+
+    model: str | None = None
+    temperature: float | None = None
+    timeout: float | None = None
+    api_base: str | None = None
+    max_tokens: int | None = None
+    retries: int | None = None
+    extra: dict[str, Any] | None = None
+    judge: JudgeSettings | None = None
+
+    def judge_settings(self) -> JudgeSettings:
+        """The judge these options describe (the model defaults to $EVALDUCK_JUDGE_MODEL)."""
+        overrides = self.model_dump(include=set(JudgeOptions.model_fields) - {"judge"})
+        return JudgeSettings.resolve(self.judge, **overrides)
 
 
 def parse_options(model: type[OptionsT], options: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> OptionsT:

@@ -14,11 +14,10 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from scorers._context import StepContext
-from scorers._judge import JudgeSettings
 from scorers._rounding import round_half_up
 from scorers._scorer import Scorer, create_scorer
 from scorers._step import JudgePrompt
-from scorers.prebuilt._options import ScaleOptions, parse_options
+from scorers.prebuilt._options import JudgeOptions, ScaleOptions, parse_options
 from scorers.prebuilt._text import answer, question
 
 __all__ = ("SCORER_ID", "VERSION", "Statements", "Verdict", "Verdicts", "create_answer_relevancy_scorer", "relevancy_score")
@@ -64,16 +63,8 @@ class Verdicts(BaseModel):
     results: list[Verdict] = Field(description="Exactly one verdict per statement, in the same order.")
 
 
-class AnswerRelevancyOptions(ScaleOptions):
-    model: str | None = None
+class AnswerRelevancyOptions(ScaleOptions, JudgeOptions):
     uncertainty_weight: float = 0.3
-    temperature: float | None = None
-    timeout: float | None = None
-    api_base: str | None = None
-    max_tokens: int | None = None
-    retries: int | None = None
-    extra: dict[str, Any] | None = None
-    judge: JudgeSettings | None = None
 
     @field_validator("uncertainty_weight")
     @classmethod
@@ -188,16 +179,7 @@ def create_answer_relevancy_scorer(options: Mapping[str, Any] | None = None, **k
         'preprocess'
     """
     opts = parse_options(AnswerRelevancyOptions, options, kwargs)
-    settings = JudgeSettings.resolve(
-        opts.judge,
-        model=opts.model,
-        temperature=opts.temperature,
-        timeout=opts.timeout,
-        api_base=opts.api_base,
-        max_tokens=opts.max_tokens,
-        retries=opts.retries,
-        extra=opts.extra,
-    )
+    settings = opts.judge_settings()
     weight, scale = opts.uncertainty_weight, opts.scale
 
     def generate_score(ctx: StepContext) -> float:

@@ -8,8 +8,8 @@ from typing import Any
 
 from rapidfuzz.distance import Indel, Levenshtein
 
-from scorers._context import StepContext
-from scorers._scorer import Scorer, create_scorer
+from scorers._scorer import Scorer
+from scorers.prebuilt._code import analyze_then_score
 from scorers.prebuilt._options import ScaleOptions, parse_options
 from scorers.prebuilt._text import answer, reference_or_input
 
@@ -53,18 +53,9 @@ def create_textual_difference_scorer(options: Mapping[str, Any] | None = None, *
     """
     scale = parse_options(TextualDifferenceOptions, options, kwargs).scale
 
-    def analyze(ctx: StepContext) -> dict[str, float | int]:
-        return text_difference(answer(ctx.run), reference_or_input(ctx.run, SCORER_ID))
-
-    def generate_score(ctx: StepContext) -> float:
-        return difference_score(ctx.results["analyze"], scale)
-
-    return create_scorer(
-        SCORER_ID,
-        version=VERSION,
-        description="Text similarity of the output with the ground truth (else the input), by rapidfuzz.",
+    return analyze_then_score(
+        SCORER_ID, VERSION, "Text similarity of the output with the ground truth (else the input), by rapidfuzz.",
+        analyze=(lambda run: text_difference(answer(run), reference_or_input(run, SCORER_ID)), {}),
+        score=(lambda analysis: difference_score(analysis, scale), {"scale": scale}),
         options={"scale": scale},
-        analyze=analyze,
-        generate_score=generate_score,
-        step_params={"analyze": {}, "generate_score": {"scale": scale}},
     )

@@ -13,9 +13,10 @@ from functools import lru_cache
 from typing import Any
 
 
-from scorers._context import ScorerInput, StepContext
+from scorers._context import ScorerInput
 from scorers._messages import input_text, plain_text, split_sentences
-from scorers._scorer import Scorer, create_scorer
+from scorers._scorer import Scorer
+from scorers.prebuilt._code import analyze_then_score
 from scorers.prebuilt._options import ScaleOptions, parse_options
 from scorers.prebuilt._text import answer
 
@@ -86,18 +87,9 @@ def create_tone_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) 
     opts = parse_options(ToneOptions, options, kwargs)
     scale, reference_tone = opts.scale, opts.reference_tone
 
-    def analyze(ctx: StepContext) -> dict[str, float]:
-        return tone_analysis(answer(ctx.run), _reference(ctx.run, reference_tone))
-
-    def generate_score(ctx: StepContext) -> float:
-        return tone_score(ctx.results["analyze"], scale)
-
-    return create_scorer(
-        SCORER_ID,
-        version=VERSION,
-        description="Tone consistency with a reference (or stability within the output), by VADER sentiment.",
+    return analyze_then_score(
+        SCORER_ID, VERSION, "Tone consistency with a reference (or stability within the output), by VADER sentiment.",
+        analyze=(lambda run: tone_analysis(answer(run), _reference(run, reference_tone)), {"reference_tone": reference_tone}),
+        score=(lambda analysis: tone_score(analysis, scale), {"scale": scale}),
         options={"scale": scale, "reference_tone": reference_tone},
-        analyze=analyze,
-        generate_score=generate_score,
-        step_params={"analyze": {"reference_tone": reference_tone}, "generate_score": {"scale": scale}},
     )
