@@ -6,6 +6,7 @@ Lazy, like Prefect's own ``__init__``: ``import flows.store`` and the results CL
 
 from __future__ import annotations
 
+import sys
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,10 @@ def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'flows' has no attribute {name!r}")
+    if module == "flows.eval_flow" and "prefect" not in sys.modules:
+        from flows.settings import apply_process_defaults
+
+        apply_process_defaults()  # an entry point: before prefect is imported (no telemetry, patient start)
     value = getattr(import_module(module), name)
     globals()[name] = value
     return value

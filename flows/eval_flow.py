@@ -1,85 +1,38 @@
 """The eval flows: ``run_evals`` (the Python API, SPEC 4) and ``run_eval_config`` (one EvalConfig parameter:
 the deployment entrypoint, rendered as a form in the Prefect UI).
 
-``run_evals`` is a synchronous flow whose body runs one event loop: target and judge steps are async tasks
-awaited on it (one HTTP client context for all task runs, at most ``concurrency`` items in flight), code
-steps run over chunks of items. In-memory rows never travel as a flow parameter: the flow reports them to
-the API as a short description, so any number of rows works (Prefect refuses parameters over 512 KiB).
+A run is prepare (flows/prepare.py: inputs checked, run started, planned), execute (flows/engine/), report
+(flows/report.py: artifacts, the result), inside the run's scope (flows/runtime.py). ``run_evals`` is a
+synchronous flow whose body runs one event loop: target and judge steps are async tasks awaited on it (one
+HTTP client context for all task runs). In-memory rows never travel as a flow parameter: the flow reports
+them to the API as a short description, so any number of rows works (Prefect refuses parameters over 512 KiB).
 """
 
 from __future__ import annotations
 
-from flows.prefect_env import apply_defaults, local_mode_settings, quiet_task_run_info
+import asyncio
+import inspect
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-apply_defaults()
+from prefect import Flow, flow, get_run_logger
+from prefect.context import AsyncClientContext, FlowRunContext
+from prefect.exceptions import TerminationSignal
+from scorers import JudgeTransport, Scorer, run_sync
 
-import contextlib  # noqa: E402
-import dataclasses  # noqa: E402
-import inspect  # noqa: E402
-import os  # noqa: E402
-import uuid  # noqa: E402
-from collections.abc import Callable, Mapping, Sequence  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+from flows.artifacts import ProgressArtifact, artifact_key
+from flows.config import DEFAULT_SCORERS, DEMO_CONFIG, EvalConfig, RunOptions, ScorerSpec, bind_options
+from flows.datasets import Dataset
+from flows.engine import FailFast, ItemResult, execute
+from flows.local_server import reuse_recorded_server
+from flows.prepare import Prepared, Rows, prepare_run
+from flows.progress import current_sink
+from flows.report import EvalResult, Report, eval_result, publish_report
+from flows.runtime import local_mode_settings, run_scope
+from flows.settings import apply_process_defaults
 
-from prefect import Flow, flow, get_run_logger  # noqa: E402
-from prefect.context import AsyncClientContext, FlowRunContext  # noqa: E402
-from pydantic import BaseModel, Field  # noqa: E402
-from scorers import JudgeTransport, LiteLLMTransport, Scorer, run_sync  # noqa: E402
-
-from flows.artifacts import (  # noqa: E402
-    ProgressArtifact,
-    artifact_key,
-    comparison_markdown,
-    publish_comparison,
-    publish_summary,
-    summary_rows,
-)
-from flows.config import (  # noqa: E402
-    DEFAULT_SCORERS,
-    DEMO_CONFIG,
-    EvalConfig,
-    RunOptions,
-    ScorerSpec,
-    bind_options,
-    default_cache_dir,
-)
-from flows.datasets import Dataset, DatasetError, dataset_from_rows, load_dataset  # noqa: E402
-from flows.engine import FailFast, ItemResult, RunPlan, execute  # noqa: E402
-from flows.progress import current_sink  # noqa: E402
-from flows.registry import build_scorers  # noqa: E402
-from flows.store import Store, UnknownRunError, default_db_path  # noqa: E402
-from flows.targets import resolve_target  # noqa: E402
-from flows.tasks import TaskOptions  # noqa: E402
-from flows.judge_process import leased_judge_process, litellm_settings_made_in_python  # noqa: E402
-from flows.local_server import reuse_recorded_server  # noqa: E402
-
-__all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult")
-
-
-class EvalResult(BaseModel):
-    """What a run returns: ``scores`` are means over scored items; ``summary`` counts every cell."""
-
-    run_id: str
-    name: str | None = None
-    scores: dict[str, float | None] = Field(description="scorer id -> mean score over scored items")
-    summary: dict[str, Any] = Field(description='{"totalItems": n, "scorers": {id: {scored, errored, ...}}}')
-    db: str
-    status: str = "completed"
-    previous_run_id: str | None = None
-    comparison: list[dict[str, Any]] | None = None
-    flow_run_id: str | None = Field(default=None, description="the Prefect flow run that ran it")
-
-
-
-def _load(data: Any) -> Dataset:
-    if isinstance(data, (str, os.PathLike)):
-        return load_dataset(data)
-    if isinstance(data, Dataset):
-        return data
-    if isinstance(data, _Rows):
-        data = data.rows
-    return dataset_from_rows(list(data))
+__all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult", "FailFast", "ScorerSpec")
 
 
 def _execute(
@@ -91,129 +44,56 @@ def _execute(
     on_item_complete: Callable[[ItemResult], Any] | None,
     config: Mapping[str, Any] | None = None,
 ) -> EvalResult:
-    o = options
+    """Prepare, execute, report; a run that fails before all its results are stored is marked failed."""
     logger = get_run_logger()
-    sink = current_sink()
-
-    # Everything that can be wrong with the inputs is found here, before any target or judge call.
-    dataset = _load(data)
-    built, skipped = build_scorers(scorers or list(DEFAULT_SCORERS), judge_model=o.judge_model,
-                                   judge_api_base=o.judge_api_base)
-    for sk in skipped:
-        logger.warning(sk.reason)
-        if sink is not None:
-            sink.note(sk.reason)
-    tgt = resolve_target(target, system_prompt=o.target_system_prompt, api_base=o.target_api_base)
-    if not tgt.calls:
-        missing = [f"{i.where} (item {i.item_id!r})" for i in dataset.items if i.output is None]
-        if missing and built:
-            raise DatasetError([f"{m}: missing `output` (no target given, so each item's `output` is scored)"
-                                for m in missing], path=dataset.source)
-
-    store = Store(o.db if o.db is not None else default_db_path())
     flow_ctx = FlowRunContext.get()
     flow_run_id = str(flow_ctx.flow_run.id) if flow_ctx and flow_ctx.flow_run else None
-    todo: set[tuple[str, str]] | None = None
-    previous: str | None = None
-    if o.resume:
-        run_id = store.resolve_run(o.resume)
-        done = store.completed_cells(run_id)
-        all_ids = [s.id for s in built] + [s.scorer_id for s in skipped]
-        todo = {(i.item_id, sid) for i in dataset.items for sid in all_ids} - done
-        logger.info("resuming run %s: %d cell(s) to compute", run_id, len(todo))
-    else:
-        run_id = str(uuid.uuid4())
-        if o.name:
-            try:
-                previous = store.resolve_run(o.name)
-            except UnknownRunError:
-                previous = None
-    run_config = dict(config or {})
-    run_config.setdefault("scorers", [{"id": s.id, "version": s.version, "options": dict(s.options)} for s in built])
-    run_config.setdefault("target", tgt.label)
-    store.start_run(run_id, o.name, dataset.source, dataset.hash, run_config, flow_run_id,
-                    items=[i.store_record() for i in dataset.items])
+    prepared = prepare_run(data=data, scorers=scorers, target=target, options=options,
+                           on_item_complete=on_item_complete, config=config, flow_run_id=flow_run_id,
+                           sink=current_sink(), logger=logger)
+    plan = prepared.plan
+    stored = False
 
-    folder = Path(o.cache_dir) if o.cache_dir else default_cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    opts = TaskOptions(cache_dir=folder.resolve(), retries=o.retries, backoff_s=o.retry_backoff_s, refresh=o.refresh)
-    progress = ProgressArtifact(artifact_key(o.name, "progress"), o.progress_every)
-    plan = RunPlan(
-        run_id=run_id, items=dataset.items, scorers=built, skipped=skipped, target=tgt, store=store, opts=opts,
-        concurrency=o.concurrency, judge_rpm=o.judge_rpm, fail_fast=o.fail_fast, chunk_size=o.chunk_size, todo=todo,
-        on_item_complete=on_item_complete, on_progress=progress.update, sink=sink,
-    )
-
-    calls_models = tgt.settings is not None or any(step.is_judge for s in built for step in s.steps)
-    use_child = o.judge_process and calls_models
-    changed = litellm_settings_made_in_python() if use_child else []
-    if changed:  # after resolve_target: a target module may set them at import
-        use_child = False
-        note = (f"litellm settings made in Python ({', '.join(changed)}) apply in this process only, so this run's "
-                "judge and model requests run here, not in the judge child process (set them through environment "
-                "variables to keep the child)")
-        logger.warning(note)
-        if sink is not None:
-            sink.note(note)
-
-    completed = False
-
-    async def body(transport: JudgeTransport) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-        """The run, then its summary and comparison artifacts, on one event loop and one API client."""
-        nonlocal completed
+    async def body(transport: JudgeTransport) -> Report:
+        """The run, then its report, on one event loop and one API client."""
+        nonlocal stored
+        progress = ProgressArtifact(artifact_key(plan.options.name, "progress"), plan.options.progress_every)
+        plan.on_progress, plan.transport = progress.update, transport
         async with AsyncClientContext.get_or_create():
-            await progress.start(f"items scored in run {run_id}")
+            await progress.start(f"items scored in run {plan.run_id}")
             try:
-                # Marks the run completed with its last results.
-                await execute(dataclasses.replace(plan, transport=transport))
-                completed = True
+                await execute(plan)  # marks the run completed with its last results
+                stored = True
             finally:
                 await progress.drain()
-            rows = summary_rows(store.run_summary(run_id).scorers)
-            comparison = store.compare(previous, run_id) if previous else None
-            await publish_summary(artifact_key(o.name, "summary"), rows, f"evalduck run {run_id} ({len(dataset)} items)")
-            if comparison is not None and previous is not None:
-                await publish_comparison(artifact_key(o.name, "comparison"),
-                                         comparison_markdown(comparison, previous, run_id, o.name),
-                                         f"run {run_id} vs previous run {previous}")
-            return rows, comparison
+            return await publish_report(prepared)
 
     try:
-        with quiet_task_run_info(), \
-                leased_judge_process() if use_child else contextlib.nullcontext(LiteLLMTransport()) as transport:
-            rows, comparison = run_sync(body(transport))  # a helper thread when a loop already runs here
-    except BaseException:
-        if completed:  # the results are all stored; only the report after them failed
-            raise
-        try:
-            store.finish_run(run_id, "failed")
-        except Exception as exc:  # the run's own error (e.g. the store stayed locked) must surface
-            logger.warning("run %s: could not record status 'failed' in %s: %s", run_id, store.path, exc)
-        raise
-
-    scores = {r["scorer"]: r["mean"] for r in rows}
-    summary = {
-        "totalItems": len(dataset.items),
-        "scorers": {r["scorer"]: {k: v for k, v in r.items() if k != "scorer"} for r in rows},
-    }
-    logger.info("run %s: %s", run_id, ", ".join(f"{k}={v}" for k, v in scores.items()))
-    return EvalResult(run_id=run_id, name=o.name, scores=scores, summary=summary, db=str(store.path),
-                      previous_run_id=previous, comparison=comparison, flow_run_id=flow_run_id)
+        with run_scope(plan, logger) as transport:
+            report = run_sync(body(transport))  # a helper thread when a loop already runs here
+    except BaseException as exc:
+        if not stored:
+            _record_end(prepared, "cancelled" if isinstance(exc, _CANCELLED) else "failed", logger)
+        raise  # when stored, the results are all there; only the report after them failed
+    logger.info("run %s: %s", plan.run_id, ", ".join(f"{r['scorer']}={r['mean']}" for r in report[0]))
+    return eval_result(prepared, report, flow_run_id)
 
 
-class _Rows:
-    """In-memory rows in a plain object, so Prefect neither walks, validates nor serialises them."""
+# Ctrl-C; SIGTERM (Prefect turns it into TerminationSignal inside a flow run; the CLI outside one).
+_CANCELLED = (KeyboardInterrupt, asyncio.CancelledError, TerminationSignal)
 
-    __slots__ = ("rows",)
 
-    def __init__(self, rows: Any) -> None:
-        self.rows = rows
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __repr__(self) -> str:
-        return f"<{len(self.rows)} rows in memory>"
+def _record_end(prepared: Prepared, status: str, logger: Any) -> None:
+    """A run that ended before all its results were stored: ``failed``, or ``cancelled`` by the user."""
+    plan = prepared.plan
+    try:
+        plan.store.finish_run(plan.run_id, status)
+    except Exception as exc:  # the run's own error (e.g. the store stayed locked) must surface
+        logger.warning("run %s: could not record status %r in %s: %s", plan.run_id, status, plan.store.path, exc)
+        return
+    if status == "cancelled" and plan.sink is not None:
+        plan.sink.note(f"run {plan.run_id} cancelled: its stored cells are kept; `--resume {plan.run_id}` "
+                       "computes the rest")
 
 
 def _given_options(arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -230,8 +110,9 @@ class _EvalsFlow(Flow[..., EvalResult]):
         # Bad options fail here, before a flow run exists (the body binds them again, for direct calls).
         bind_options(bound.arguments.get("options"), _given_options(bound.arguments))
         data = bound.arguments.get("data")
-        if data is not None and not isinstance(data, (str, os.PathLike, _Rows, Dataset)):
-            bound.arguments["data"] = _Rows(data)
+        if data is not None and not isinstance(data, (str, os.PathLike, Rows, Dataset)):
+            bound.arguments["data"] = Rows(data)
+        apply_process_defaults()
         with reuse_recorded_server(), local_mode_settings():
             return super().__call__(*bound.args, **bound.kwargs)
 
@@ -246,7 +127,7 @@ class _EvalsFlow(Flow[..., EvalResult]):
         params = dict(parameters)
         data = params.get("data")
         if data is not None and not isinstance(data, (str, os.PathLike)):
-            params["data"] = repr(data if isinstance(data, _Rows) else _Rows(data))
+            params["data"] = repr(data if isinstance(data, Rows) else Rows(data))
         if params.get("scorers"):
             params["scorers"] = [s.id if isinstance(s, Scorer) else s for s in params["scorers"]]
         for key in ("target", "on_item_complete"):
@@ -271,6 +152,8 @@ def _run_evals(
     judge_rpm: float | None = None,
     target_system_prompt: str | None = None,
     target_api_base: str | None = None,
+    target_timeout_s: float | None = None,
+    judge_timeout_s: float | None = None,
     cache_dir: str | None = None,
     refresh: bool | None = None,
     resume: str | None = None,
@@ -322,5 +205,3 @@ def run_eval_config(config: EvalConfig = DEMO_CONFIG) -> EvalResult:
     return _execute(data=config.dataset, scorers=list(config.scorers), target=config.target,
                     options=config.options(), on_item_complete=None, config=config.model_dump(mode="json"))
 
-
-__all__ += ("FailFast", "ScorerSpec")

@@ -188,6 +188,7 @@ class JudgeProcess:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> "JudgeProcess":
+        _stop_idle_at_exit()
         parent, child = socket.socketpair()
         env = dict(os.environ)
         env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -296,8 +297,10 @@ class JudgeProcess:
             self._futures.pop(req_id, None)
 
 
-_idle: list[JudgeProcess] = []
+_idle: list[JudgeProcess] = []  # children between runs of this process (the next run leases one)
 _idle_lock = threading.Lock()
+_exit_hook: list[bool] = []
+_exit_hook_lock = threading.Lock()  # its own: start() runs under _idle_lock (prestart)
 
 
 def _stop_idle() -> None:
@@ -306,7 +309,13 @@ def _stop_idle() -> None:
             _idle.pop().stop()
 
 
-atexit.register(_stop_idle)
+def _stop_idle_at_exit() -> None:
+    """Once, when the first child starts (never at import): idle children are stopped when this process
+    exits (each also stops by itself when it finds its parent gone)."""
+    with _exit_hook_lock:
+        if not _exit_hook:
+            atexit.register(_stop_idle)
+            _exit_hook.append(True)
 
 
 def prestart() -> None:

@@ -1,4 +1,5 @@
-"""Where evalduck keeps its files unless told otherwise, and the environment variables that move them.
+"""Where evalduck keeps its files unless told otherwise, the environment variables that move them, and the
+environment defaults a process that runs evals starts with.
 
 One function per default, read when called (never at import), used by the flow, the store and the CLI.
 """
@@ -6,9 +7,19 @@ One function per default, read when called (never at import), used by the flow, 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-__all__ = ("DB_ENV", "CACHE_DIR_ENV", "DEFAULT_DB_FILE", "default_db_path", "default_cache_dir")
+__all__ = (
+    "DB_ENV",
+    "CACHE_DIR_ENV",
+    "DEFAULT_DB_FILE",
+    "PROCESS_ENV_DEFAULTS",
+    "default_db_path",
+    "default_cache_dir",
+    "apply_process_defaults",
+    "quiet_console",
+)
 
 DB_ENV = "EVALDUCK_DB"
 CACHE_DIR_ENV = "EVALDUCK_CACHE_DIR"
@@ -27,3 +38,36 @@ def default_cache_dir(root: Path | None = None) -> Path:
     if env:
         return Path(env)
     return (Path() if root is None else root) / ".evalduck" / "cache"
+
+
+# Defaults (``setdefault``: a user's explicit setting always wins) for a process that runs evals, applied by
+# the entry points (the CLI, ``run_evals``' call, ``flows``' public names) before prefect is imported.
+PROCESS_ENV_DEFAULTS = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    # A fresh PREFECT_HOME runs ~120 SQLite migrations on first start: 20 s (Prefect's default) is too short
+    # on a loaded 2-core machine.
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+    # The local server's services log CancelledError tracebacks when it is stopped at exit.
+    "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
+    # Servers started from here record task runs from their events in batches, not one SQLite transaction
+    # per event (Prefect's default batch is 1): the server's CPU during a 600-task-run eval fell from ~80% to
+    # ~30% of a core, the core the flow shares (docs/benchmarks.md). The UI shows a task run's state at most
+    # a second later.
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1",
+}
+
+
+def apply_process_defaults() -> None:
+    for key, value in PROCESS_ENV_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
+def quiet_console() -> None:
+    """For the CLI: Prefect's per-task console lines give way to the progress bar and the final table
+    (run logs still reach the Prefect API and UI). Must run before prefect is imported."""
+    if "prefect" in sys.modules:
+        return
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")

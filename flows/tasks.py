@@ -26,11 +26,15 @@ from prefect.states import State, aget_state_exception
 from prefect.tasks import exponential_backoff
 from scorers import JudgeConfigError, JudgeTransientError, Step, StepContext
 
+from flows.config import RunOptions
+
 __all__ = (
     "StepCacheKey",
     "RateLimiter",
     "Job",
-    "TaskOptions",
+    "retry_kwargs",
+    "cache_kwargs",
+    "scorer_retries",
     "is_transient",
     "judge_step_task",
     "code_chunk_task",
@@ -110,28 +114,21 @@ async def _run_job(job: Job) -> Any:
     return await job.call()
 
 
-@dataclass(frozen=True)
-class TaskOptions:
-    """Per-run task settings (never part of a cache key)."""
+def retry_kwargs(options: RunOptions, retries: int | None = None) -> dict[str, Any]:
+    """Prefect's retry settings from the run's options; ``retries`` (a scorer's own) wins over the run's."""
+    retries = options.retries if retries is None else retries
+    backoff = options.retry_backoff_s
+    return {
+        "retries": retries,
+        "retry_delay_seconds": exponential_backoff(backoff)(max(retries, 1)) if backoff > 0 else 0,
+        "retry_jitter_factor": JITTER if backoff > 0 else None,
+        "retry_condition_fn": _retry_transient,
+    }
 
-    cache_dir: Path
-    retries: int = 3
-    backoff_s: float = 1.0
-    refresh: bool = False
 
-    def retry_kwargs(self, retries: int | None = None) -> dict[str, Any]:
-        """Prefect's retry settings: ``retries`` (a scorer's own) or the run's."""
-        retries = self.retries if retries is None else retries
-        delays = exponential_backoff(self.backoff_s)(max(retries, 1)) if self.backoff_s > 0 else 0
-        return {
-            "retries": retries,
-            "retry_delay_seconds": delays,
-            "retry_jitter_factor": JITTER if self.backoff_s > 0 else None,
-            "retry_condition_fn": _retry_transient,
-        }
-
-    def cache_kwargs(self) -> dict[str, Any]:
-        return {"result_storage": self.cache_dir, "refresh_cache": self.refresh}
+def cache_kwargs(options: RunOptions, cache_dir: Path) -> dict[str, Any]:
+    """Where results are kept (never part of a cache key) and whether cached ones are ignored."""
+    return {"result_storage": cache_dir, "refresh_cache": options.refresh}
 
 
 _CACHED = {
@@ -171,21 +168,22 @@ def scorer_retries(step: Step) -> int | None:
     return judge.retries if judge is not None and "retries" in judge.model_fields_set else None
 
 
-def judge_step_task(step: Step, opts: TaskOptions) -> Task[..., Any]:
+def judge_step_task(step: Step, options: RunOptions, cache_dir: Path) -> Task[..., Any]:
     """``<scorer id>.<step>`` per item, e.g. ``answer-relevancy-scorer.analyze[q-7]`` in the UI."""
     return _judge_step.with_options(
-        name=step.label, task_run_name=f"{step.label}[{{item_id}}]", **opts.retry_kwargs(scorer_retries(step)),
-        **opts.cache_kwargs(),
+        name=step.label, task_run_name=f"{step.label}[{{item_id}}]", **retry_kwargs(options, scorer_retries(step)),
+        **cache_kwargs(options, cache_dir),
     )
 
 
-def target_task(label: str, opts: TaskOptions) -> Task[..., Any]:
+def target_task(label: str, options: RunOptions, cache_dir: Path) -> Task[..., Any]:
     return _target.with_options(
-        name=f"target.{label}", task_run_name="target[{item_id}]", **opts.retry_kwargs(), **opts.cache_kwargs()
+        name=f"target.{label}", task_run_name="target[{item_id}]", **retry_kwargs(options),
+        **cache_kwargs(options, cache_dir),
     )
 
 
-def code_chunk_task(step: Step, opts: TaskOptions, *, cached: bool = True) -> Task[..., Any]:
+def code_chunk_task(step: Step, options: RunOptions, cache_dir: Path, *, cached: bool = True) -> Task[..., Any]:
     """``<scorer id>.<step>`` over items, e.g. ``tone-scorer.analyze[items 1-500]`` (no retries: code is
     deterministic, and one item's failure is recorded for that item, not the chunk).
 
@@ -198,7 +196,7 @@ def code_chunk_task(step: Step, opts: TaskOptions, *, cached: bool = True) -> Ta
             persist_result=False,
         )
     return _code_chunk.with_options(
-        name=step.label, task_run_name=f"{step.label}[{{span}}]", retries=0, **opts.cache_kwargs()
+        name=step.label, task_run_name=f"{step.label}[{{span}}]", retries=0, **cache_kwargs(options, cache_dir)
     )
 
 

@@ -58,3 +58,34 @@ def test_serve_worker_gets_the_same_variables(tmp_path: Path) -> None:
                            prefect_file=None, health_timeout=1.0)
     assert worker_env(options) == {settings.DB_ENV: str(tmp_path / "e.duckdb"),
                                    settings.CACHE_DIR_ENV: str(tmp_path / "cache")}
+
+
+def test_importing_the_flows_changes_nothing_in_the_process(tmp_path: Path) -> None:
+    """No environment variable, exit hook or logging filter of ours comes from an import; the entry points
+    apply the defaults (here: the first use of ``flows.run_evals``)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json, logging, os\n"
+        "before = dict(os.environ)\n"
+        "import flows.eval_flow, flows.regression_flow, flows.cli.run, flows.judge_process as jp\n"
+        "imported = {k: v for k, v in os.environ.items() if before.get(k) != v}\n"
+        "filters = logging.getLogger('prefect.task_runs').filters\n"
+        "from flows import run_evals\n"
+        "used = sorted(k for k in os.environ if k not in before)\n"
+        "print(json.dumps([imported, len(filters), jp._exit_hook, used]))\n"
+    )
+    keys = set(settings.PROCESS_ENV_DEFAULTS) | {"PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"}
+    env = {k: v for k, v in os.environ.items() if k not in keys}
+    env["PREFECT_HOME"] = str(tmp_path)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    imported, filters, exit_hook, used = json.loads(done.stdout.splitlines()[-1])
+    assert imported == {} and filters == 0 and exit_hook == []
+    assert used == []  # flows.eval_flow was imported first, so prefect was too: too late to apply them
+    fresh = "import os\nfrom flows import run_evals\nprint(os.environ.get('PREFECT_SERVER_ANALYTICS_ENABLED'))\n"
+    done = subprocess.run([sys.executable, "-c", fresh], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split()[-1] == "false", done.stderr  # the public name applies them

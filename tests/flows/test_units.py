@@ -123,7 +123,7 @@ def test_local_mode_runs_send_no_heartbeats_but_server_runs_do() -> None:
     flow joins Prefect's one-second-step heartbeat thread on exit (0-1 s per run)."""
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
-    from flows.prefect_env import local_mode_settings
+    from flows.runtime import local_mode_settings
 
     default = get_current_settings().flows.heartbeat_frequency
     with temporary_settings(updates={PREFECT_API_URL: None}), local_mode_settings():

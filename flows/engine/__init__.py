@@ -1,0 +1,18 @@
+"""The body of an eval run (``execute``), given a ``RunPlan`` that ``flows.prepare`` built and checked.
+
+plan.py (what a run is given), run.py (the run on one event loop), steps.py (where each step runs),
+batches.py (the one batcher), cells.py (a cell's row).
+"""
+
+from __future__ import annotations
+
+from flows.engine.plan import FailFast, ItemResult, RunPlan, StoreWriteError
+from flows.engine.run import Run
+
+__all__ = ("RunPlan", "ItemResult", "FailFast", "StoreWriteError", "execute")
+
+
+async def execute(plan: RunPlan) -> None:
+    """Run every wanted cell of the plan; results land in the store as they finish, and the run is marked
+    `completed` with the last of them. When it raises, the run's status is the caller's to record."""
+    await Run(plan).run()

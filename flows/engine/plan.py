@@ -1,0 +1,82 @@
+"""What a run is given (``RunPlan``), what it reports per item (``ItemResult``), and how it stops early."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from scorers import JudgeTransport, LiteLLMTransport, Scorer, ScorerInput
+
+from flows.config import RunOptions
+from flows.datasets import DatasetItem
+from flows.progress import ProgressSink
+from flows.registry import Skipped
+from flows.store import ScoreRow, Store
+from flows.targets import Target
+
+__all__ = ("RunPlan", "ItemResult", "ItemState", "FailFast", "StoreWriteError")
+
+
+class StoreWriteError(RuntimeError):
+    """The store refused the run's results (e.g. the file stayed locked); what was written stays."""
+
+
+class FailFast(RuntimeError):
+    """``fail_fast``: the first cell that ended in error stops the run."""
+
+
+class ItemResult(BaseModel):
+    """What ``on_item_complete`` receives: one item with every scorer's outcome."""
+
+    item_id: str
+    input: Any = None
+    output: Any = None
+    scores: dict[str, float | None]
+    statuses: dict[str, str]
+    errors: dict[str, str] = {}
+
+
+@dataclass
+class RunPlan:
+    """Everything ``execute`` needs, built and checked by ``flows.prepare`` before any call is made. The
+    run's options travel whole (``options``); the rest is what preparing them produced."""
+
+    run_id: str
+    items: list[DatasetItem]
+    scorers: list[Scorer]
+    skipped: list[Skipped]
+    target: Target
+    store: Store
+    options: RunOptions
+    cache_dir: Path
+    todo: set[tuple[str, str]] | None = None  # None: every cell; else only these (resume)
+    on_item_complete: Callable[[ItemResult], Any] | None = None
+    on_progress: Callable[[int, int], Any] | None = None
+    sink: ProgressSink | None = None
+    # Where the run's judge and model requests go (the flow picks litellm here or the judge child process).
+    transport: JudgeTransport = field(default_factory=LiteLLMTransport)
+
+    def wanted(self, item_id: str, scorer_id: str) -> bool:
+        return self.todo is None or (item_id, scorer_id) in self.todo
+
+
+@dataclass
+class ItemState:
+    """One item during the run: its output once known, and its finished cells."""
+
+    item: DatasetItem
+    pending: int
+    output: Any = None
+    rows: dict[str, ScoreRow] = field(default_factory=dict)
+    run: ScorerInput | None = None
+
+    def scorer_input(self) -> ScorerInput:
+        """Built once per item and shared by its scorers (with the run's cache-key text cached inside)."""
+        if self.run is None:
+            item = self.item
+            self.run = ScorerInput(input=item.input, output=self.output, ground_truth=item.ground_truth,
+                                   request_context=item.request_context)
+        return self.run

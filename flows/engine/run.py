@@ -1,0 +1,194 @@
+"""One run on one event loop: bounded items in flight, each item's target call and judge scorers, the
+code-only scorers over chunks, and every finished cell written through the store as it finishes (a killed
+run keeps them). Concurrency, in one place:
+
+- at most ``concurrency`` items in flight (a semaphore), each a task of one ``TaskGroup``;
+- per item, its judge scorers side by side (``gather``), each a walk through its steps;
+- code-only scorers: items whose output is known go to one ``StepBatcher`` of ``chunk_size`` chunks;
+- a judge scorer's code steps: one drain-what-queued ``StepBatcher`` per step;
+- the store's writer thread (``ResultWriter``), flushed off the loop at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scorers import PipelineState, Scorer, walk_steps
+
+from flows.engine.batches import StepBatcher
+from flows.engine.cells import cell_row, error_row
+from flows.engine.plan import FailFast, ItemResult, ItemState, RunPlan, StoreWriteError
+from flows.engine.steps import StepFailed, StepRunner
+from flows.store import ResultWriter, ScoreRow
+
+__all__ = ("Run",)
+
+logger = logging.getLogger("evalduck.engine")
+
+
+class Run:
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+        self.writer = ResultWriter(plan.store, plan.run_id)
+        self.sem = asyncio.Semaphore(plan.options.concurrency)
+        self.steps = StepRunner(plan)
+        self.judge_scorers = [s for s in plan.scorers if any(st.is_judge for st in s.steps)]
+        self.code_scorers = [s for s in plan.scorers if s not in self.judge_scorers]
+        self.states: dict[str, ItemState] = {}
+        self.completed = 0
+        self.chunks: StepBatcher[ItemState, None] = StepBatcher(self._chunk, max_size=plan.options.chunk_size)
+        self._callbacks: set[asyncio.Future[Any]] = set()  # async on_item_complete results, awaited at the end
+
+    # ---- cells -----------------------------------------------------------------------------------
+
+    def _write(self, items: Sequence[dict[str, Any]] = (), scores: Sequence[ScoreRow] = ()) -> None:
+        """Queue rows for the store (returns at once); a failed earlier write surfaces here."""
+        try:
+            self.writer.add(items=items, scores=scores)
+        except Exception as exc:
+            raise self._write_failed(exc) from exc
+
+    def _write_failed(self, exc: Exception) -> StoreWriteError:
+        return StoreWriteError(f"run {self.plan.run_id}: writing results to {self.plan.store.path} failed "
+                               f"(what was written before stays): {type(exc).__name__}: {exc}")
+
+    def _finish_cell(self, state: ItemState, row: ScoreRow) -> None:
+        self._write(scores=[row])
+        state.rows[row.scorer_id] = row
+        if row.status == "error" and self.plan.options.fail_fast:
+            raise FailFast(f"item {row.item_id!r}, scorer {row.scorer_id!r}: {row.error}")
+        state.pending -= 1
+        if state.pending == 0:
+            self._item_done(state)
+
+    def _item_done(self, state: ItemState) -> None:
+        self.completed += 1
+        plan = self.plan
+        if plan.sink is not None:
+            plan.sink.advance()
+        if plan.on_progress is not None:
+            plan.on_progress(self.completed, len(self.states))
+        if plan.on_item_complete is not None:
+            self._report_item(state)
+
+    def _report_item(self, state: ItemState) -> None:
+        assert self.plan.on_item_complete is not None
+        result = ItemResult(
+            item_id=state.item.item_id, input=state.item.input, output=state.output,
+            scores={k: r.score for k, r in state.rows.items()}, statuses={k: r.status for k, r in state.rows.items()},
+            errors={k: r.error for k, r in state.rows.items() if r.error},
+        )
+        try:
+            returned = self.plan.on_item_complete(result)
+            if inspect.isawaitable(returned):
+                self._callbacks.add(task := asyncio.ensure_future(returned))
+                task.add_done_callback(self._callbacks.discard)
+        except Exception:  # a user callback must not lose the run's results
+            logger.warning("on_item_complete raised for item %r", result.item_id, exc_info=True)
+
+    def _error_all(self, state: ItemState, scorers: list[Scorer], message: str) -> None:
+        for scorer in scorers:
+            if self.plan.wanted(state.item.item_id, scorer.id):
+                self._finish_cell(state, error_row(self.plan.run_id, scorer, state.item.item_id, message))
+
+    def _pipelines(self, scorer: Scorer, states: list[ItemState]) -> list[PipelineState]:
+        """Each item's walk through ``scorer``; an item whose scorer input is bad (e.g. a target that
+        returned bad messages) starts failed."""
+        pipelines = []
+        for state in states:
+            try:
+                pipelines.append(PipelineState(scorer, state.scorer_input()))
+            except Exception as exc:  # noqa: BLE001 - the cell's error
+                failed = PipelineState(scorer, None)  # type: ignore[arg-type]
+                failed.error = exc
+                pipelines.append(failed)
+        return pipelines
+
+    # ---- per item: the target, then its judge scorers ----------------------------------------------
+
+    async def _item(self, state: ItemState) -> None:
+        async with self.sem:
+            plan = self.plan
+            if plan.target.calls:
+                try:
+                    state.output = await self.steps.call_target(state.item)
+                except StepFailed as exc:
+                    self._error_all(state, plan.scorers, str(exc))
+                    return
+                self._write(items=[{**state.item.store_record(), "output": state.output}])
+                if self.code_scorers:
+                    self.chunks.put(state)  # code-only scorers need only the output
+            wanted = [s for s in self.judge_scorers if plan.wanted(state.item.item_id, s.id)]
+            rows = await asyncio.gather(*(self._judge_cell(s, state) for s in wanted))
+            for row in rows:
+                self._finish_cell(state, row)
+
+    async def _judge_cell(self, scorer: Scorer, state: ItemState) -> ScoreRow:
+        spent: list[Mapping[str, Any]] = []
+        (pipeline,) = self._pipelines(scorer, [state])
+        await walk_steps([pipeline], self.steps.for_item(state.item, spent))
+        return cell_row(self.plan.run_id, pipeline, state.item.item_id, spent)
+
+    # ---- code-only scorers over chunks -------------------------------------------------------------
+
+    async def _chunk(self, states: list[ItemState]) -> list[None]:
+        run_step = self.steps.for_chunk([s.item.where for s in states])
+        for scorer in self.code_scorers:
+            todo = [s for s in states if self.plan.wanted(s.item.item_id, scorer.id)]
+            pipelines = self._pipelines(scorer, todo)
+            await walk_steps([p for p in pipelines if p.error is None], run_step)
+            for state, pipeline in zip(todo, pipelines):
+                self._finish_cell(state, cell_row(self.plan.run_id, pipeline, state.item.item_id))
+        return [None] * len(states)
+
+    # ---- the whole run -----------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        plan = self.plan
+        for item in plan.items:
+            cells = sum(1 for s in plan.scorers if plan.wanted(item.item_id, s.id))
+            if cells:
+                output = None if plan.target.calls else item.output
+                self.states[item.item_id] = ItemState(item=item, pending=cells, output=output)
+        if plan.sink is not None:
+            plan.sink.start(len(self.states))
+        self._write(scores=[
+            ScoreRow(run_id=plan.run_id, item_id=item.item_id, scorer_id=sk.scorer_id, scorer_version=sk.version or "-",
+                     status="skipped", reason=sk.reason)
+            for sk in plan.skipped for item in plan.items if plan.wanted(item.item_id, sk.scorer_id)
+        ])
+
+    async def run(self) -> None:
+        plan = self.plan
+        status: str | None = None  # "completed" once every item is done: written with the last batch
+        try:
+            self._start()
+            async with asyncio.TaskGroup() as group:
+                self.chunks.spawn = group.create_task  # a failed chunk (FailFast, the store) ends the run
+                if not plan.target.calls and self.code_scorers:
+                    for state in self.states.values():  # outputs known: chunks in dataset order
+                        self.chunks.put(state)
+                if self.judge_scorers or plan.target.calls:
+                    items = [group.create_task(self._item(s)) for s in self.states.values()]
+                    if items:
+                        await asyncio.wait(items)
+                await self.chunks.close()
+            if self._callbacks:
+                await asyncio.gather(*self._callbacks, return_exceptions=True)
+            status = "completed"
+        except* (FailFast, StoreWriteError) as group_exc:
+            first = group_exc.exceptions[0]
+            raise first from first.__cause__
+        finally:
+            try:  # the final flush, off the loop; rows of a failed write stay queued and it raises
+                await asyncio.to_thread(self.writer.close, status)
+            except Exception as exc:
+                raise self._write_failed(exc) from exc
+            finally:
+                if plan.sink is not None:
+                    plan.sink.finish()
+

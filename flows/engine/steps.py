@@ -1,0 +1,119 @@
+"""Where each step runs: a judge step as one Prefect task per item, a code step as one task over a batch
+of items (a chunk of a code-only scorer, or a judge scorer's micro-batch), the target as one task per item.
+
+Each ``run_step`` below is a ``scorers.RunStep`` for ``scorers.walk_steps``: the walk through a scorer's
+steps is the library's, and this module only says where a step goes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from prefect import Task
+from prefect.states import aget_state_exception
+from scorers import RunStep, Step, StepContext, StepOutput
+
+from flows.datasets import DatasetItem
+from flows.engine.batches import StepBatcher
+from flows.engine.cells import error_text
+from flows.engine.plan import RunPlan
+from flows.tasks import Job, RateLimiter, chunk_key, code_chunk_task, judge_step_task, run_code_step, target_task
+
+__all__ = ("StepFailed", "StepRunner", "span")
+
+
+class StepFailed(RuntimeError):
+    """One item's step failed; the message is the cell's error text (it starts with the step's label)."""
+
+
+def span(wheres: list[str]) -> str:
+    """How a chunk task run names its items: ``7 items: data.jsonl line 3 .. data.jsonl line 40``."""
+    return f"{len(wheres)} items: {wheres[0]} .. {wheres[-1]}" if len(wheres) > 1 else wheres[0]
+
+
+Batch = list[tuple[StepContext, str]]  # (context, where) per item
+
+
+class StepRunner:
+    """The run's Prefect tasks (one per step and one for the target, built once) and what runs on them."""
+
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+        self.limiter = RateLimiter(plan.options.judge_rpm)
+        self.step_tasks: dict[str, Task[..., Any]] = {}
+        self.chunk_tasks: dict[str, Task[..., Any]] = {}
+        self.batchers: dict[str, StepBatcher[tuple[StepContext, str], StepOutput | BaseException]] = {}
+        options, cache_dir = plan.options, plan.cache_dir
+        for scorer in plan.scorers:
+            code_only = not any(s.is_judge for s in scorer.steps)
+            for step in scorer.steps:
+                if step.is_judge:
+                    self.step_tasks[step.label] = judge_step_task(step, options, cache_dir)
+                    continue
+                self.chunk_tasks[step.label] = code_chunk_task(step, options, cache_dir, cached=code_only)
+                if not code_only:  # a judge scorer's code step: micro-batches of whatever items are ready
+                    self.batchers[step.label] = StepBatcher(
+                        lambda batch, step=step: self.run_chunk(step, [c for c, _ in batch], span([w for _, w in batch])))
+        self.target_task = target_task(plan.target.label, options, cache_dir) if plan.target.calls else None
+
+    async def call_target(self, item: DatasetItem) -> Any:
+        """The item's output; raises ``StepFailed`` with the target's error."""
+        target = self.plan.target
+        assert self.target_task is not None
+        job = Job(lambda: target.acall(item, transport=self.plan.transport))
+        state = await self.target_task(target.cache_key(item), item.item_id, job, return_state=True)
+        if not state.is_completed():
+            exc = await aget_state_exception(state)
+            raise StepFailed(f"target {target.label}: {type(exc).__name__}: {exc}")
+        return (await state.aresult())["output"]
+
+    def for_item(self, item: DatasetItem, spent: list[Mapping[str, Any]]) -> RunStep:
+        """One item's judge scorer: judge steps as tasks, code steps through their micro-batcher. The
+        usage of requests actually made (not cached) is added to ``spent``."""
+
+        async def run_step(step: Step, contexts: list[StepContext]) -> list[StepOutput | BaseException]:
+            ctx = contexts[0]
+            if not step.is_judge:
+                return [await self.batchers[step.label].submit((ctx, item.where))]
+            try:
+                key = step.cache_key(ctx)
+            except Exception as exc:  # noqa: BLE001 - the cell's error
+                return [exc]
+            job = Job(lambda: step.arun(ctx, transport=self.plan.transport), self.limiter)
+            state = await self.step_tasks[step.label](key, item.item_id, job, return_state=True)
+            if not state.is_completed():
+                return [StepFailed(error_text(step.label, await aget_state_exception(state)))]
+            out = StepOutput.model_validate(await state.aresult())
+            if state.name != "Cached":
+                spent.extend(u.model_dump() for u in out.usage)
+            return [out]
+
+        return run_step
+
+    def for_chunk(self, wheres: list[str]) -> RunStep:
+        """A code-only scorer over a chunk of items: each step one (cached) task over all of them."""
+        name = span(wheres)
+
+        async def run_step(step: Step, contexts: list[StepContext]) -> list[StepOutput | BaseException]:
+            return await self.run_chunk(step, contexts, name)
+
+        return run_step
+
+    async def run_chunk(self, step: Step, contexts: list[StepContext], name: str) -> list[StepOutput | BaseException]:
+        """One chunk task of a code step: per item its output or its error; a chunk that fails as a whole
+        errors each of its items, and the run goes on."""
+        try:
+            key = chunk_key([step.cache_key(c) for c in contexts]) if step.label not in self.batchers else None
+            job = Job(lambda: run_code_step(step, contexts))
+            state = await self.chunk_tasks[step.label](key, name, job, return_state=True)
+            if not state.is_completed():
+                raise await aget_state_exception(state)
+            outs: list[dict[str, Any]] = json.loads(await state.aresult())
+            if len(outs) != len(contexts):
+                raise ValueError(f"{len(outs)} results for {len(contexts)} items")
+        except Exception as exc:  # noqa: BLE001 - the chunk's items get the error
+            failed = StepFailed(f"{step.label}: {type(exc).__name__}: {exc}")
+            return [failed] * len(contexts)
+        return [StepFailed(out["error"]) if "error" in out else StepOutput(result=out["result"]) for out in outs]

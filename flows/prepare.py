@@ -1,0 +1,122 @@
+"""Everything that can be wrong with a run's inputs is found here, before any target or judge call: the
+dataset, the scorers, the target, the store; then the run is recorded as started and planned."""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scorers import Scorer
+
+from flows.config import DEFAULT_SCORERS, RunOptions
+from flows.datasets import Dataset, DatasetError, dataset_from_rows, load_dataset
+from flows.engine import ItemResult, RunPlan
+from flows.progress import ProgressSink
+from flows.registry import build_scorers
+from flows.settings import default_cache_dir
+from flows.store import Store, UnknownRunError, default_db_path
+from flows.targets import Target, resolve_target
+
+__all__ = ("Prepared", "Rows", "prepare_run", "load_data")
+
+
+class Rows:
+    """In-memory rows in a plain object, so Prefect neither walks, validates nor serialises them."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: Any) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        return f"<{len(self.rows)} rows in memory>"
+
+
+@dataclass
+class Prepared:
+    """A planned run, and what its report needs besides the plan."""
+
+    plan: RunPlan
+    dataset: Dataset
+    previous: str | None  # the previous run of the same name, compared in the report
+
+
+def load_data(data: Any) -> Dataset:
+    """A dataset from a file path, a ``Dataset``, or in-memory rows."""
+    if isinstance(data, (str, os.PathLike)):
+        return load_dataset(data)
+    if isinstance(data, Dataset):
+        return data
+    if isinstance(data, Rows):
+        data = data.rows
+    return dataset_from_rows(list(data))
+
+
+def _check_outputs(dataset: Dataset, target: Target, scorers: list[Scorer]) -> None:
+    if target.calls or not scorers:
+        return
+    missing = [f"{i.where} (item {i.item_id!r})" for i in dataset.items if i.output is None]
+    if missing:
+        raise DatasetError([f"{m}: missing `output` (no target given, so each item's `output` is scored)"
+                            for m in missing], path=dataset.source)
+
+
+def prepare_run(
+    *,
+    data: Any,
+    scorers: Sequence[Any],
+    target: Any,
+    options: RunOptions,
+    on_item_complete: Callable[[ItemResult], Any] | None,
+    config: Mapping[str, Any] | None,
+    flow_run_id: str | None,
+    sink: ProgressSink | None,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+) -> Prepared:
+    o = options
+    dataset = load_data(data)
+    built, skipped = build_scorers(scorers or list(DEFAULT_SCORERS), judge_model=o.judge_model,
+                                   judge_api_base=o.judge_api_base, judge_timeout=o.judge_timeout_s)
+    for sk in skipped:
+        logger.warning(sk.reason)
+        if sink is not None:
+            sink.note(sk.reason)
+    tgt = resolve_target(target, system_prompt=o.target_system_prompt, api_base=o.target_api_base,
+                         timeout=o.target_timeout_s)
+    _check_outputs(dataset, tgt, built)
+
+    store = Store(o.db if o.db is not None else default_db_path())
+    todo: set[tuple[str, str]] | None = None
+    previous: str | None = None
+    if o.resume:
+        run_id = store.resolve_run(o.resume)
+        done = store.completed_cells(run_id)
+        all_ids = [s.id for s in built] + [s.scorer_id for s in skipped]
+        todo = {(i.item_id, sid) for i in dataset.items for sid in all_ids} - done
+        logger.info("resuming run %s: %d cell(s) to compute", run_id, len(todo))
+    else:
+        run_id = str(uuid.uuid4())
+        if o.name:
+            try:
+                previous = store.resolve_run(o.name)
+            except UnknownRunError:
+                previous = None
+    run_config = dict(config or {})
+    run_config.setdefault("scorers", [{"id": s.id, "version": s.version, "options": dict(s.options)} for s in built])
+    run_config.setdefault("target", tgt.label)
+    store.start_run(run_id, o.name, dataset.source, dataset.hash, run_config, flow_run_id,
+                    items=[i.store_record() for i in dataset.items])
+
+    folder = Path(o.cache_dir) if o.cache_dir else default_cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    plan = RunPlan(run_id=run_id, items=dataset.items, scorers=built, skipped=skipped, target=tgt, store=store,
+                   options=o, cache_dir=folder.resolve(), todo=todo, on_item_complete=on_item_complete, sink=sink)
+    return Prepared(plan=plan, dataset=dataset, previous=previous)

@@ -1,0 +1,112 @@
+"""What one run changes in its process, owned by the run and handed back after it.
+
+- ``local_mode_settings``: around a flow call, no flow-run heartbeats in local mode;
+- ``run_scope``: around a run's body, Prefect's routine task-run lines filtered, the judge transport (a
+  leased judge child process, or litellm here), and the garbage collector frozen.
+
+Nothing here happens at import; the environment defaults are ``flows.settings.apply_process_defaults``,
+called by the entry points.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from scorers import JudgeTransport, LiteLLMTransport
+
+from flows.engine import RunPlan
+from flows.judge_process import leased_judge_process, litellm_settings_made_in_python
+
+__all__ = ("local_mode_settings", "quiet_task_run_info", "run_scope", "frozen_gc")
+
+
+@contextlib.contextmanager
+def local_mode_settings() -> Iterator[None]:
+    """Around a flow call: in local mode (no ``PREFECT_API_URL``), no flow-run heartbeats.
+
+    Heartbeats let a long-lived server mark a crashed run as such; local mode's temporary server ends with
+    this process, so they serve nothing there. And they cost every run: Prefect's heartbeat thread sleeps
+    in one-second steps and a sync flow joins it on exit (0.5 s per run on average, docs/benchmarks.md).
+    Against a server, heartbeats stay on."""
+    from prefect.context import SettingsContext
+    from prefect.settings import get_current_settings
+
+    settings = get_current_settings()
+    if settings.api.url or settings.flows.heartbeat_frequency is None:
+        yield
+        return
+    quiet = settings.model_copy(update={"flows": settings.flows.model_copy(update={"heartbeat_frequency": None})})
+    current = SettingsContext.get()
+    with SettingsContext(profile=current.profile if current else None, settings=quiet):  # type: ignore[arg-type]
+        yield
+
+
+_CHATTER = ("Created task run ", "Finished in state ")  # at INFO, the latter is only ever a completed state
+
+
+class _DropTaskRunChatter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno == logging.INFO and isinstance(record.msg, str) and record.msg.startswith(_CHATTER))
+
+
+@contextlib.contextmanager
+def quiet_task_run_info() -> Iterator[None]:
+    """Prefect's two routine lines per task run ("Created task run ...", "Finished in state Completed()"
+    or "Cached(...)") are dropped; everything else (a retry, a failed step at ERROR, the flow's own lines)
+    still reaches the console and the API. ~1,600 lines for a 200-item judge-bound run, each formatted,
+    printed, sent and stored; the UI shows every task run and its state without them (docs/benchmarks.md).
+    A level the user set on the ``prefect.task_runs`` logger keeps them."""
+    task_runs = logging.getLogger("prefect.task_runs")
+    if task_runs.level != logging.NOTSET:
+        yield
+        return
+    chatter = _DropTaskRunChatter()
+    task_runs.addFilter(chatter)
+    try:
+        yield
+    finally:
+        task_runs.removeFilter(chatter)
+
+
+@contextlib.contextmanager
+def frozen_gc() -> Iterator[None]:
+    """The objects that exist when the run starts (Prefect, litellm, pydantic: millions of them) are frozen
+    out of the garbage collector for the run and handed back after it: a full collection scans them all and
+    stopped the event loop for 200-350 ms each time, every item in flight waiting (docs/benchmarks.md)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _uses_child(plan: RunPlan, notes: list[str]) -> bool:
+    """The judge child for a run that makes judge or model requests, unless litellm was set up in Python
+    (looked at after the target is resolved: a target module may set it at import)."""
+    calls_models = plan.target.settings is not None or any(st.is_judge for s in plan.scorers for st in s.steps)
+    if not (plan.options.judge_process and calls_models):
+        return False
+    changed = litellm_settings_made_in_python()
+    if changed:
+        notes.append(f"litellm settings made in Python ({', '.join(changed)}) apply in this process only, so this "
+                     "run's judge and model requests run here, not in the judge child process (set them through "
+                     "environment variables to keep the child)")
+    return not changed
+
+
+@contextlib.contextmanager
+def run_scope(plan: RunPlan, logger: logging.Logger | logging.LoggerAdapter[Any]) -> Iterator[JudgeTransport]:
+    """Around a run's body: its judge transport, with the chatter filter and the frozen GC."""
+    notes: list[str] = []
+    use_child = _uses_child(plan, notes)
+    for note in notes:
+        logger.warning(note)
+        if plan.sink is not None:
+            plan.sink.note(note)
+    with quiet_task_run_info(), frozen_gc(), \
+            leased_judge_process() if use_child else contextlib.nullcontext(LiteLLMTransport()) as transport:
+        yield transport
