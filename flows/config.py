@@ -45,11 +45,18 @@ class RunOptions(BaseModel):
 
     target_system_prompt: str | None = Field(default=None, description="System prompt for a 'model:' target.")
     target_api_base: str | None = Field(default=None, description="api_base for a 'model:' target.")
+    target_timeout_s: float = Field(
+        default=120.0, gt=0, description="Seconds one target call may take; past it the call fails (retried, "
+        "then the item's error).",
+    )
     judge_model: str | None = Field(
         default=None, description="litellm model for LLM-judge scorers; default $EVALDUCK_JUDGE_MODEL."
     )
     judge_api_base: str | None = Field(
         default=None, description="OpenAI-compatible server for the judge (default $OPENAI_API_BASE)."
+    )
+    judge_timeout_s: float | None = Field(
+        default=None, gt=0, description="Seconds one judge request may take (default: each scorer's own, 60).",
     )
     concurrency: int = Field(default=8, ge=1, le=256, description="Items in flight at once.")
     judge_rpm: float | None = Field(

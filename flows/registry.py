@@ -50,6 +50,7 @@ def build_scorers(
     *,
     judge_model: str | None = None,
     judge_api_base: str | None = None,
+    judge_timeout: float | None = None,
 ) -> tuple[list[Scorer], list[Skipped]]:
     """Scorer objects pass through; ids/specs are built from the registry with their options.
 
@@ -73,6 +74,8 @@ def build_scorers(
             options["model"] = model
             if judge_api_base and not options.get("api_base"):
                 options["api_base"] = judge_api_base
+            if judge_timeout and not options.get("timeout"):
+                options["timeout"] = judge_timeout
         built.append(prebuilt.factory(options))
     ids = [s.id for s in built] + [s.scorer_id for s in skipped]
     dupes = sorted({i for i in ids if ids.count(i) > 1})

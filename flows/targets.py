@@ -4,9 +4,11 @@ async; "module:function" from the CLI/UI), or "model:<litellm model>" with an op
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import importlib
 import inspect
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +20,7 @@ from flows.datasets import DatasetItem
 __all__ = ("Target", "resolve_target", "TargetError")
 
 KEY_FORMAT = "evalduck-target-v1"
+DEFAULT_TIMEOUT_S = 120.0
 
 
 class TargetError(ValueError):
@@ -57,6 +60,7 @@ class Target:
     settings: JudgeSettings | None = None
     system_prompt: str | None = None
     identity: dict[str, Any] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT_S  # seconds per call (never part of the cache key)
 
     @property
     def calls(self) -> bool:
@@ -78,16 +82,20 @@ class Target:
         through ``transport`` (default: litellm in this process)."""
         if self.kind == "model":
             return await self._ask_model(item, transport)
-        assert self.fn is not None
-        if inspect.iscoroutinefunction(self.fn):
-            output = await self.fn(item.input)
-        else:
-            output = await asyncio.to_thread(self.fn, item.input)
-            if inspect.isawaitable(output):
-                output = await output
+        try:
+            output = await asyncio.wait_for(self._invoke(item.input), self.timeout)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"target {self.label} gave no answer within {self.timeout:g}s (target_timeout_s)") from None
         if output is not None and not isinstance(output, (str, list)):
             raise TypeError(f"target {self.label} must return a string or chat messages, got {type(output).__name__}")
         return {"output": output, "usage": []}
+
+    async def _invoke(self, value: Any) -> Any:
+        assert self.fn is not None
+        if inspect.iscoroutinefunction(self.fn):
+            return await self.fn(value)
+        output = await _in_daemon_thread(self.fn, value, f"target {self.label}")
+        return await output if inspect.isawaitable(output) else output
 
     async def _ask_model(self, item: DatasetItem, transport: JudgeTransport | None) -> dict[str, Any]:
         # The judge's request path: same transport, same error classes (transient vs config), no retries.
@@ -101,6 +109,32 @@ class Target:
             messages.extend({"role": m["role"], "content": m["content"]} for m in item.input)
         content, usage = await complete(self.settings, messages, label=f"target {self.label}", transport=transport)
         return {"output": content or "", "usage": [usage.model_dump(mode="json")]}
+
+
+async def _in_daemon_thread(fn: Callable[[Any], Any], value: Any, name: str) -> Any:
+    """``fn(value)`` on a thread of its own, a daemon: a call that never returns (past its timeout, or when
+    the run is cancelled) cannot keep the process alive at exit, as a thread of the loop's default executor
+    would (interpreter exit joins those: Ctrl-C and SIGTERM waited on a hung target for ever)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if not future.done():
+            future.set_exception(error) if error is not None else future.set_result(result)
+
+    def work() -> None:
+        try:
+            result, error = context.run(fn, value), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the loop is closed: nobody waits for this call any more
+            pass
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return await future
 
 
 def _import_callable(spec: str) -> Callable[..., Any]:
@@ -126,7 +160,7 @@ def resolve_target(
     *,
     system_prompt: str | None = None,
     api_base: str | None = None,
-    timeout: float = 120.0,
+    timeout: float = DEFAULT_TIMEOUT_S,
 ) -> Target:
     """Resolve ``None`` / a callable / "module:function" / "model:<litellm model>".
 
@@ -137,7 +171,7 @@ def resolve_target(
         return Target(kind="output", label="output")
     if callable(target):
         identity = _callable_identity(target)
-        return Target(kind="callable", label=identity["name"], fn=target, identity=identity)
+        return Target(kind="callable", label=identity["name"], fn=target, identity=identity, timeout=timeout)
     if not isinstance(target, str):
         raise TargetError(None, f"must be None, a callable or a string, got {type(target).__name__}")
     if target.startswith("model:"):
@@ -149,4 +183,4 @@ def resolve_target(
         return Target(kind="model", label=target, settings=settings, system_prompt=system_prompt, identity=identity)
     fn = _import_callable(target)
     identity = _callable_identity(fn)
-    return Target(kind="callable", label=target, fn=fn, identity=identity)
+    return Target(kind="callable", label=target, fn=fn, identity=identity, timeout=timeout)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
 
@@ -52,6 +54,22 @@ def _summary_table(result: Any) -> Table:
     return table
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the run is, so that it ends as Ctrl-C ends it: cancelled, what was stored kept."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _stop(err: Console, exc: Exception, code: int) -> NoReturn:
     """An error that is not a usage error (bad rows, the store, the run): its message as is, then exit."""
     err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
@@ -60,7 +78,8 @@ def _stop(err: Console, exc: Exception, code: int) -> NoReturn:
 
 # EvalConfig fields set by an option of another name (the others share theirs), for naming it in errors;
 # tests/cli/test_run_options.py checks that every RunOptions field has its option, with the same default.
-_PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt", "refresh": "no_cache"}
+_PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt", "refresh": "no_cache",
+                   "target_timeout_s": "target_timeout", "judge_timeout_s": "judge_timeout"}
 
 
 def _check_usage(ctx: typer.Context, err: Console, config: EvalConfig) -> None:
@@ -159,6 +178,10 @@ def run(
     target_api_base: Annotated[
         Optional[str], typer.Option(help="OpenAI-compatible server for a 'model:' target (its api_base).")
     ] = None,
+    target_timeout: Annotated[
+        float, typer.Option(min=0.001, help="Seconds one target call may take; past it the call fails (retried, "
+                            "then the item's error).")
+    ] = 120.0,
     judge_model: Annotated[
         Optional[str], typer.Option(help="litellm model for the judge [default: EVALDUCK_JUDGE_MODEL].")
     ] = None,
@@ -166,6 +189,9 @@ def run(
         Optional[str], typer.Option(help="OpenAI-compatible server for the judge (e.g. http://127.0.0.1:8000/v1).")
     ] = None,
     judge_rpm: Annotated[Optional[float], typer.Option(help="Judge requests per minute for the whole run.")] = None,
+    judge_timeout: Annotated[
+        Optional[float], typer.Option(help="Seconds one judge request may take [default: each scorer's own, 60].")
+    ] = None,
     concurrency: Annotated[int, typer.Option(min=1, max=256, help="Items in flight at once.")] = 8,
     name: Annotated[Optional[str], typer.Option(help="Run name; compared with the previous run of that name.")] = None,
     resume: Annotated[
@@ -200,9 +226,9 @@ def run(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's own log lines too.")] = False,
 ) -> None:
     """Score DATASET with the scorers, store every result in DuckDB, print the summary."""
-    from flows.prefect_env import apply_defaults, quiet_console
+    from flows.settings import apply_process_defaults, quiet_console
 
-    apply_defaults()
+    apply_process_defaults()
     if not verbose:
         quiet_console()
     from pydantic import ValidationError
@@ -218,7 +244,8 @@ def run(
         chosen: dict[str, Any] = {"scorers": list(scorer)} if scorer else {}
         config = EvalConfig(
             dataset=str(dataset), **chosen, target=target, target_system_prompt=system_prompt, judge_model=judge_model,
-            judge_api_base=judge_api_base, judge_rpm=judge_rpm, concurrency=concurrency, name=name,
+            judge_api_base=judge_api_base, judge_rpm=judge_rpm, judge_timeout_s=judge_timeout, target_timeout_s=target_timeout,
+            concurrency=concurrency, name=name,
             db=str(db_path(ctx)), cache_dir=str(cache_dir) if cache_dir else None, refresh=no_cache, resume=resume,
             retries=retries, fail_fast=fail_fast, judge_process=judge_process, target_api_base=target_api_base,
             retry_backoff_s=retry_backoff_s, chunk_size=chunk_size, progress_every=progress_every,
@@ -233,7 +260,7 @@ def run(
 
     from flows.datasets import DatasetError
     from flows.eval_flow import run_eval_config
-    from flows.prefect_env import local_mode_settings
+    from flows.runtime import local_mode_settings
     from flows.progress import RichProgress, use_sink
     from flows.server import ui_url_for
     from flows.store import StoreError, UnknownRunError
@@ -242,8 +269,10 @@ def run(
     with contextlib.ExitStack() as stack:
         api_url, lasting = _server_for_run(err, ephemeral, stack)
         try:
-            with use_sink(RichProgress(err)), _api(api_url), local_mode_settings():
+            with use_sink(RichProgress(err)), _api(api_url), local_mode_settings(), _sigterm_as_interrupt():
                 result = run_eval_config(config)
+        except KeyboardInterrupt as exc:  # the run recorded itself as cancelled and said how to resume
+            raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
         except (DatasetError, TargetError, UnknownRunError) as exc:
             _stop(err, exc, 2 if isinstance(exc, UnknownRunError) else 1)
         except (StoreError, ValueError) as exc:
