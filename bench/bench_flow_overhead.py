@@ -21,7 +21,8 @@ from prefect import flow, task  # noqa: E402
 from prefect.context import AsyncClientContext  # noqa: E402
 from scorers import StepOutput  # noqa: E402
 
-from flows.tasks import Job, StepCacheKey, TaskOptions, judge_step_task  # noqa: E402
+from flows.config import RunOptions  # noqa: E402
+from flows.tasks import Job, StepCacheKey, judge_step_task  # noqa: E402
 
 WORK = Path(tempfile.mkdtemp(prefix="evalduck-bench-overhead-"))
 
@@ -40,7 +41,7 @@ async def _measure(n: int) -> None:
     from scorers import Step
 
     step = Step(name="analyze", scorer_id="bench", scorer_version="1", fn=lambda ctx: 1)
-    variants = {"bare cached task": bare, "judge-step task": judge_step_task(step, TaskOptions(cache_dir=WORK / "j"))}
+    variants = {"bare cached task": bare, "judge-step task": judge_step_task(step, RunOptions(), WORK / "j")}
     tag = str(time.time())
     async with AsyncClientContext.get_or_create():
         sem = asyncio.Semaphore(16)

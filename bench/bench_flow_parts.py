@@ -23,7 +23,8 @@ from prefect import flow  # noqa: E402
 from prefect.context import AsyncClientContext  # noqa: E402
 from scorers import Step, StepOutput, create_answer_relevancy_scorer  # noqa: E402
 
-from flows.tasks import Job, TaskOptions, judge_step_task  # noqa: E402
+from flows.config import RunOptions  # noqa: E402
+from flows.tasks import Job, judge_step_task  # noqa: E402
 
 CONCURRENCY, LATENCY = 16, 1.0
 
@@ -56,7 +57,7 @@ async def _sleep_step() -> StepOutput:
 
 async def _prefect_only(items: int) -> None:
     step = Step(name="analyze", scorer_id="bench", scorer_version="1", fn=lambda ctx: 1)
-    task = judge_step_task(step, TaskOptions(cache_dir=b.WORK / "parts-cache"))
+    task = judge_step_task(step, RunOptions(), b.WORK / "parts-cache")
     tag = str(time.time())
     async with AsyncClientContext.get_or_create():
         sem = asyncio.Semaphore(CONCURRENCY)

@@ -146,38 +146,38 @@ def create_scorer(
         >>> s.run(input="q", output="x" * 50).score
         0.5
     """
-    if not isinstance(id, str) or not _ID.fullmatch(id):
-        raise ConfigError(f"`id` must be lowercase letters, digits, '.', '_' or '-', got {id!r}")
+    options = _checked(id, version, options, step_params)
+    specs = {"preprocess": preprocess, "analyze": analyze, "generate_score": generate_score, "generate_reason": generate_reason}
+    needs_judge = any(isinstance(s, JudgePrompt) for s in specs.values())
+    settings = JudgeSettings.resolve(judge) if needs_judge else None
+    steps = tuple(
+        Step(
+            name=name, scorer_id=id, scorer_version=version, instructions=instructions,
+            fn=None if isinstance(spec, JudgePrompt) else spec,
+            judge_prompt=spec if isinstance(spec, JudgePrompt) else None,
+            judge=settings if isinstance(spec, JudgePrompt) else None,
+            # a function step keys on the scorer's options unless step_params names its own; a judge step on none
+            params=dict((step_params or {}).get(name, {} if isinstance(spec, JudgePrompt) else options)),
+        )
+        for name in STEP_ORDER if (spec := specs[name]) is not None
+    )
+    return Scorer(id=id, version=version, description=description, steps=steps, options=options, judge=settings)
+
+
+def _checked(
+    scorer_id: Any, version: Any, options: Mapping[str, Any] | None, step_params: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The options as a dict, after the checks a scorer's identity and options must pass."""
+    if not isinstance(scorer_id, str) or not _ID.fullmatch(scorer_id):
+        raise ConfigError(f"`id` must be lowercase letters, digits, '.', '_' or '-', got {scorer_id!r}")
     if not isinstance(version, str) or not version:
         raise ConfigError(f"`version` must be a non-empty string, got {version!r}")
-    options = dict(options or {})
-    try:
-        canonical_json(options)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"`options` must be JSON-serialisable: {exc}") from None
-    specs = {"preprocess": preprocess, "analyze": analyze, "generate_score": generate_score, "generate_reason": generate_reason}
     unknown = sorted(set(step_params or {}) - set(STEP_ORDER))
     if unknown:
         raise ConfigError(f"`step_params` has unknown step(s) {', '.join(unknown)}")
-    needs_judge = any(isinstance(s, JudgePrompt) for s in specs.values())
-    settings = JudgeSettings.resolve(judge) if needs_judge else None
-    steps = []
-    for name in STEP_ORDER:
-        spec = specs[name]
-        if spec is None:
-            continue
-        is_judge = isinstance(spec, JudgePrompt)
-        default_params = {} if is_judge else options
-        steps.append(
-            Step(
-                name=name,
-                scorer_id=id,
-                scorer_version=version,
-                fn=None if is_judge else spec,
-                judge_prompt=spec if is_judge else None,
-                judge=settings if is_judge else None,
-                instructions=instructions,
-                params=dict((step_params or {}).get(name, default_params)),
-            )
-        )
-    return Scorer(id=id, version=version, description=description, steps=tuple(steps), options=options, judge=settings)
+    checked = dict(options or {})
+    try:
+        canonical_json(checked)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"`options` must be JSON-serialisable: {exc}") from None
+    return checked
