@@ -48,7 +48,7 @@ from flows.datasets import Dataset, DatasetError, dataset_from_rows, load_datase
 from flows.engine import FailFast, ItemResult, RunPlan, execute  # noqa: E402
 from flows.progress import current_sink  # noqa: E402
 from flows.registry import build_scorers  # noqa: E402
-from flows.store import Store, UnknownRunError, default_db_path  # noqa: E402
+from flows.store import Store, UnknownRunError, check_resume_dataset, default_db_path  # noqa: E402
 from flows.targets import resolve_target  # noqa: E402
 from flows.tasks import TaskOptions  # noqa: E402
 from flows.judge_process import leased_judge_process, litellm_settings_made_in_python  # noqa: E402
@@ -117,6 +117,7 @@ def _execute(
     previous: str | None = None
     if o.resume:
         run_id = store.resolve_run(o.resume)
+        check_resume_dataset(store, run_id, dataset.source, dataset.hash, [i.item_id for i in dataset.items])
         done = store.completed_cells(run_id)
         all_ids = [s.id for s in built] + [s.scorer_id for s in skipped]
         todo = {(i.item_id, sid) for i in dataset.items for sid in all_ids} - done
