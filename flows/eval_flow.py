@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from prefect import Flow, flow, get_run_logger  # noqa: E402
+from prefect import get_run_logger  # noqa: E402
 from prefect.context import AsyncClientContext, FlowRunContext  # noqa: E402
 from pydantic import BaseModel, Field  # noqa: E402
 from scorers import JudgeTransport, LiteLLMTransport, Scorer, run_sync  # noqa: E402
@@ -47,6 +47,7 @@ from flows.config import (  # noqa: E402
 from flows.datasets import Dataset, DatasetError, dataset_from_rows, load_dataset  # noqa: E402
 from flows.engine import FailFast, ItemResult, RunPlan, execute  # noqa: E402
 from flows.progress import current_sink  # noqa: E402
+from flows.redacting_flow import RedactingFlow, redacting_flow  # noqa: E402
 from flows.registry import build_scorers  # noqa: E402
 from flows.store import Store, UnknownRunError, check_resume_dataset, default_db_path  # noqa: E402
 from flows.targets import resolve_target  # noqa: E402
@@ -222,7 +223,7 @@ def _given_options(arguments: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in arguments.items() if key in RunOptions.model_fields and value is not None}
 
 
-class _EvalsFlow(Flow[..., EvalResult]):
+class _EvalsFlow(RedactingFlow):
     """A Flow that keeps in-memory rows in this process (they land in the store's `items` table) and
     reports them and other Python objects to the API as short descriptions."""
 
@@ -235,13 +236,6 @@ class _EvalsFlow(Flow[..., EvalResult]):
             bound.arguments["data"] = _Rows(data)
         with reuse_recorded_server(), local_mode_settings():
             return super().__call__(*bound.args, **bound.kwargs)
-
-    def with_options(self, *args: Any, **kwargs: Any) -> "_EvalsFlow":  # type: ignore[override]
-        """Prefect's copy with new options is a plain ``Flow`` (it calls ``Flow(...)``), which would send
-        in-memory rows to the API again; the copy keeps this class (it adds behaviour, not state)."""
-        copy = super().with_options(*args, **kwargs)
-        copy.__class__ = _EvalsFlow
-        return copy  # type: ignore[return-value]
 
     def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
         params = dict(parameters)
@@ -312,7 +306,7 @@ def _run_evals(
 run_evals: _EvalsFlow = _EvalsFlow(_run_evals, name="run-evals", persist_result=False, log_prints=False)
 
 
-@flow(name="run-eval-config", persist_result=False, log_prints=False)
+@redacting_flow(name="run-eval-config", persist_result=False, log_prints=False)
 def run_eval_config(config: EvalConfig = DEMO_CONFIG) -> EvalResult:
     """Run an eval described by one EvalConfig (the deployment entrypoint; the UI renders it as a form).
 
