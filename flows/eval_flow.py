@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from prefect import Flow, flow, get_run_logger
+from prefect import get_run_logger
 from prefect.context import AsyncClientContext, FlowRunContext
 from prefect.exceptions import TerminationSignal
 from scorers import JudgeTransport, Scorer, run_sync
@@ -27,6 +27,7 @@ from flows.datasets import Dataset
 from flows.engine import FailFast, ItemResult, execute
 from flows.local_server import reuse_recorded_server
 from flows.prepare import Prepared, Rows, prepare_run
+from flows.redacting_flow import RedactingFlow, redacting_flow
 from flows.progress import current_sink
 from flows.report import EvalResult, Report, eval_result, publish_report
 from flows.runtime import local_mode_settings, run_scope
@@ -101,7 +102,7 @@ def _given_options(arguments: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in arguments.items() if key in RunOptions.model_fields and value is not None}
 
 
-class _EvalsFlow(Flow[..., EvalResult]):
+class _EvalsFlow(RedactingFlow):
     """A Flow that keeps in-memory rows in this process (they land in the store's `items` table) and
     reports them and other Python objects to the API as short descriptions."""
 
@@ -115,13 +116,6 @@ class _EvalsFlow(Flow[..., EvalResult]):
         apply_process_defaults()
         with reuse_recorded_server(), local_mode_settings():
             return super().__call__(*bound.args, **bound.kwargs)
-
-    def with_options(self, *args: Any, **kwargs: Any) -> "_EvalsFlow":  # type: ignore[override]
-        """Prefect's copy with new options is a plain ``Flow`` (it calls ``Flow(...)``), which would send
-        in-memory rows to the API again; the copy keeps this class (it adds behaviour, not state)."""
-        copy = super().with_options(*args, **kwargs)
-        copy.__class__ = _EvalsFlow
-        return copy  # type: ignore[return-value]
 
     def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
         params = dict(parameters)
@@ -194,7 +188,7 @@ def _run_evals(
 run_evals: _EvalsFlow = _EvalsFlow(_run_evals, name="run-evals", persist_result=False, log_prints=False)
 
 
-@flow(name="run-eval-config", persist_result=False, log_prints=False)
+@redacting_flow(name="run-eval-config", persist_result=False, log_prints=False)
 def run_eval_config(config: EvalConfig = DEMO_CONFIG) -> EvalResult:
     """Run an eval described by one EvalConfig (the deployment entrypoint; the UI renders it as a form).
 

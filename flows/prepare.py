@@ -19,7 +19,7 @@ from flows.engine import ItemResult, RunPlan
 from flows.progress import ProgressSink
 from flows.registry import build_scorers
 from flows.settings import default_cache_dir
-from flows.store import Store, UnknownRunError, default_db_path
+from flows.store import Store, UnknownRunError, check_resume_dataset, default_db_path
 from flows.targets import Target, resolve_target
 
 __all__ = ("Prepared", "Rows", "prepare_run", "load_data")
@@ -98,6 +98,7 @@ def prepare_run(
     previous: str | None = None
     if o.resume:
         run_id = store.resolve_run(o.resume)
+        check_resume_dataset(store, run_id, dataset.source, dataset.hash, [i.item_id for i in dataset.items])
         done = store.completed_cells(run_id)
         all_ids = [s.id for s in built] + [s.scorer_id for s in skipped]
         todo = {(i.item_id, sid) for i in dataset.items for sid in all_ids} - done

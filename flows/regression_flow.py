@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel
 
@@ -17,6 +17,7 @@ from flows.artifacts import artifact_key, comparison_markdown
 from flows.config import DEMO_CONFIG, EvalConfig
 from flows.eval_flow import EvalResult, run_eval_config
 from flows.gate import GateVerdict, gate, rule_text
+from flows.redacting_flow import redacting_flow
 
 __all__ = ("regression_check", "RegressionDetected", "RegressionReport")
 
@@ -44,7 +45,7 @@ def verdict_markdown(result: EvalResult, verdict: GateVerdict, max_drop: float) 
     return f"# Regression check: {headline}\n\n(a scorer fails when {rule_text(max_drop)}){ungated}\n\n{table}"
 
 
-@flow(name="evalduck-regression-check")
+@redacting_flow(name="evalduck-regression-check")
 def regression_check(config: EvalConfig = DEMO_CONFIG, max_drop: float = 0.0) -> RegressionReport:
     """Run the eval, then compare it with the previous run of the same name and fail on a regression.
 

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from flows.cli import app, db_path, fail
 from flows.gate import gate, rule_text
-from flows.store import Store, StoreError
+from flows.store import RunRecord, Store, StoreError
 
 __all__ = ("runs", "show", "compare", "sql")
 
@@ -125,6 +125,29 @@ def show(
         _consoles.out.print(items)
 
 
+_UNFINISHED = {
+    "running": "is still running",
+    "interrupted": "was interrupted (its process is gone)",
+    "failed": "failed",
+    "cancelled": "was cancelled",
+}
+
+
+def _refuse_unfinished(side: str, ref: str, run: RunRecord) -> None:
+    """Exit 2 with one line when `run` (side A or B, given as `ref`) did not complete."""
+    if run.status == "completed":
+        return
+    named = run.run_id + (f" ({run.name})" if run.name else "") + (f" = {ref}" if ref not in (run.run_id, run.name) else "")
+    what = _UNFINISHED.get(run.status, f"is {run.status}")
+    _consoles.err.print(
+        f"error: run {side} {named} {what}, with {run.n_scores} scored cell(s) over {run.n_items} item(s): not a "
+        f"result to compare. Finish it (`evalduck run DATASET --resume {run.run_id}`), pick another run, or pass "
+        "--allow-partial to compare what it has.",
+        markup=False, highlight=False, soft_wrap=True,
+    )
+    raise typer.Exit(USAGE_ERROR)
+
+
 @app.command()
 def compare(
     ctx: typer.Context,
@@ -139,10 +162,21 @@ def compare(
         ),
     ] = None,
     items: Annotated[int, typer.Option("--items", min=0, help="Worst per-item deltas to list per scorer")] = 0,
+    allow_partial: Annotated[
+        bool,
+        typer.Option("--allow-partial", help="Compare runs that are not `completed` too (running, interrupted, "
+                     "failed, cancelled): their cells so far"),
+    ] = False,
 ) -> None:
-    """Compare run B with run A per scorer: paired mean delta with its 95% interval (CI gate)."""
+    """Compare run B with run A per scorer: paired mean delta with its 95% interval (CI gate).
+
+    A run that did not complete is refused (exit 2) unless --allow-partial: its cells so far are no result.
+    """
     with _store(ctx) as store:
         a, b = store.resolve_run(run_a), store.resolve_run(run_b)
+        if not allow_partial:
+            for side, ref, run_id in (("A", run_a, a), ("B", run_b, b)):
+                _refuse_unfinished(side, ref, store.run_record(run_id))
         rows = store.compare(a, b)
         deltas = {row["scorer_id"]: store.item_deltas(a, b, row["scorer_id"], limit=items) for row in rows} if items else {}
         per_run = store.sql(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Iterator
@@ -26,6 +27,8 @@ from flows.cli.errors import config_error, label, value_error
 
 if TYPE_CHECKING:
     from flows.config import EvalConfig
+    from flows.datasets import Dataset
+    from flows.store import StoreLockedError
 
 __all__ = ("run",)
 
@@ -76,6 +79,51 @@ def _stop(err: Console, exc: Exception, code: int) -> NoReturn:
     raise typer.Exit(code) from None
 
 
+def _lock_error(exc: BaseException) -> StoreLockedError | None:
+    """The StoreLockedError behind `exc` (the engine wraps it in its StoreWriteError), if one is."""
+    from flows.store import StoreLockedError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, StoreLockedError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _resume_command(run_id: str) -> str:
+    """This command line, resuming `run_id` (any --resume given is replaced), ready to paste."""
+    args, rest = [], iter(sys.argv[1:])
+    for arg in rest:
+        if arg == "--resume":
+            next(rest, None)
+        elif not arg.startswith("--resume="):
+            args.append(arg)
+    return shlex.join(["evalduck", *args, "--resume", run_id])
+
+
+def _stop_locked(err: Console, locked: StoreLockedError, db: Path) -> NoReturn:
+    """One line for a run stopped by the file lock: who held it, what is stored, how to finish the run."""
+    from flows.store import Store, StoreError
+
+    who = f"pid {locked.holder_pid} ({locked.holder})" if locked.holder_pid is not None else "another process"
+    timeout = f" for more than {locked.timeout:g} s" if locked.timeout is not None else ""
+    if locked.run_id is None:  # before the run had started writing: nothing of it is stored
+        _stop(err, locked, 1)
+    try:
+        (kept, total), = Store(db, lock_timeout=2).sql(
+            "SELECT count(*) FILTER (WHERE status IN ('scored', 'skipped')), count(*) FROM scores WHERE run_id = ?",
+            [locked.run_id],
+        ).rows
+        stored = f"{kept} finished cell(s) are stored ({total - kept} in error)"
+    except StoreError:
+        stored = "what it wrote before is stored"
+    line = (f"run {locked.run_id} stopped: {who} held {locked.path or db}{timeout} (EVALDUCK_DB_LOCK_TIMEOUT); "
+            f"{stored}. Close that process, then finish the run with: {_resume_command(locked.run_id)}")
+    err.print(f"[red]error:[/red] {escape(line)}", highlight=False)
+    raise typer.Exit(1) from None
+
+
 # EvalConfig fields set by an option of another name (the others share theirs), for naming it in errors;
 # tests/cli/test_run_options.py checks that every RunOptions field has its option, with the same default.
 _PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt", "refresh": "no_cache",
@@ -93,7 +141,7 @@ def _check_usage(ctx: typer.Context, err: Console, config: EvalConfig) -> None:
     if twice is not None:
         fail(value_error(label(ctx, "scorer"), twice, "given twice (a run scores each item once per scorer)"), ctx)
     try:
-        load_dataset(config.dataset)
+        dataset = load_dataset(config.dataset)
     except DatasetPathError as exc:
         fail(value_error(label(ctx, "dataset"), config.dataset, exc.problem), ctx)
     except DatasetError as exc:  # the data's fault, not a usage error: every bad row with its file and line
@@ -103,18 +151,20 @@ def _check_usage(ctx: typer.Context, err: Console, config: EvalConfig) -> None:
     except TargetError as exc:
         fail(value_error(label(ctx, "target"), exc.spec, exc.problem), ctx)
     if config.resume:
-        _check_resume(ctx, err, db_path(ctx), config.resume)
+        _check_resume(ctx, err, db_path(ctx), config.resume, dataset)
 
 
-def _check_resume(ctx: typer.Context, err: Console, db: Path, ref: str) -> None:
-    from flows.store import Store, StoreError, UnknownRunError
+def _check_resume(ctx: typer.Context, err: Console, db: Path, ref: str, dataset: Dataset) -> None:
+    from flows.store import DatasetMismatchError, Store, StoreError, UnknownRunError, check_resume_dataset
 
     option = label(ctx, "resume")
     if not db.exists():
         fail(value_error(option, ref, f"no run to resume: {db} does not exist yet"), ctx)
     try:
-        Store(db).resolve_run(ref)
-    except UnknownRunError as exc:
+        store = Store(db)
+        check_resume_dataset(store, store.resolve_run(ref), dataset.source, dataset.hash,
+                             [i.item_id for i in dataset.items])
+    except (UnknownRunError, DatasetMismatchError) as exc:
         fail(f"{option}: {exc}", ctx)
     except StoreError as exc:  # not a DuckDB file, a newer schema, locked: as the run itself would say it
         _stop(err, exc, 1)
@@ -275,8 +325,13 @@ def run(
             raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
         except (DatasetError, TargetError, UnknownRunError) as exc:
             _stop(err, exc, 2 if isinstance(exc, UnknownRunError) else 1)
-        except (StoreError, ValueError) as exc:
-            _stop(err, exc, 1)
+        except Exception as exc:
+            locked = _lock_error(exc)  # also behind the engine's StoreWriteError
+            if locked is not None:
+                _stop_locked(err, locked, db_path(ctx))
+            if isinstance(exc, (StoreError, ValueError)):
+                _stop(err, exc, 1)
+            raise
     out.print(_summary_table(result))
     errored = sum(s["errored"] for s in result.summary["scorers"].values())
     if errored:

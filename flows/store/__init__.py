@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from flows.store.errors import SchemaVersionError, StoreError, StoreLockedError, UnknownRunError
 from flows.store.ids import item_id, item_ids
+from flows.store.resume import DatasetMismatchError, check_resume_dataset
 from flows.store.models import QueryResult, RunRecord, ScoreRow, ScoreStatus
 from flows.store.schema import SCHEMA_VERSION
 from flows.store.store import RUN_STATUSES, RunSummary, Store, default_db_path
@@ -29,4 +30,6 @@ __all__ = (
     "UnknownRunError",
     "SchemaVersionError",
     "StoreLockedError",
+    "DatasetMismatchError",
+    "check_resume_dataset",
 )

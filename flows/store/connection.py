@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ import duckdb
 
 from flows.store.errors import StoreLockedError
 
-__all__ = ("connect", "lock_timeout", "is_lock_error", "transaction")
+__all__ = ("connect", "lock_timeout", "is_lock_error", "lock_holder", "transaction")
 
 _DEFAULT_LOCK_TIMEOUT_S = 60.0
 # Write the on-disk format that DuckDB 1.5 can read too: the newest `duckdb` CLI on PyPI (duckdb-cli)
@@ -56,6 +57,25 @@ def is_lock_error(exc: BaseException) -> bool:
     )
 
 
+_HOLDER = re.compile(r"Conflicting lock is held in (?P<exe>.+?) \(PID (?P<pid>\d+)\)")
+
+
+def lock_holder(exc: BaseException) -> tuple[int | None, str | None]:
+    """(pid, command line) of the process DuckDB names as holding the lock; the command (on one line, cut
+    at 80 characters) from /proc when it can be read, else the executable DuckDB names; (None, None) when
+    the message names none."""
+    found = _HOLDER.search(str(exc))
+    if found is None:
+        return None, None
+    pid = int(found.group("pid"))
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        raw = b""
+    command = " ".join(" ".join(part.decode("utf-8", "replace").split()) for part in raw.split(b"\0") if part)
+    return pid, _shorten(command or found.group("exe"))
+
+
 def _process_lock(path: Path) -> threading.RLock:
     key = str(path)
     with _process_locks_guard:
@@ -78,14 +98,22 @@ def _open(path: Path, read_only: bool, timeout: float) -> duckdb.DuckDBPyConnect
                 raise
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                pid, command = lock_holder(exc)
+                who = f"pid {pid} ({command})" if pid is not None else "another process"
                 raise StoreLockedError(
-                    f"{path}: another process held the DuckDB file lock for more than {timeout:g} s "
-                    f"({attempts} attempts). Close long-lived sessions on this file (an open `duckdb` shell "
-                    f"holds it), or raise EVALDUCK_DB_LOCK_TIMEOUT. DuckDB said: {exc}"
+                    f"{path}: {who} held the DuckDB file lock for more than {timeout:g} s ({attempts} attempts). "
+                    "Close long-lived sessions on this file (an open `duckdb` shell holds it; `evalduck sql` "
+                    "queries wait their turn), or raise EVALDUCK_DB_LOCK_TIMEOUT."
+                    + ("" if pid is not None else f" DuckDB said: {exc}"),
+                    path=path, timeout=timeout, holder_pid=pid, holder=command,
                 ) from exc
             # Full jitter: waiting processes spread out instead of retrying in lockstep.
             time.sleep(min(remaining, random.uniform(0, backoff)))
             backoff = min(backoff * 2, _MAX_BACKOFF_S)
+
+
+def _shorten(command: str, limit: int = 80) -> str:
+    return command if len(command) <= limit else command[: limit - 1] + "…"
 
 
 @contextmanager

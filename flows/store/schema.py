@@ -73,7 +73,15 @@ ALTER TABLE scores ADD COLUMN latency_s DOUBLE;
 CREATE TABLE t_quantile_975 (df INTEGER NOT NULL, q DOUBLE NOT NULL);
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
+# v3: the process writing a run (pid, host, start token; flows/store/liveness.py), so a run whose process
+# was killed can be told from one still going and marked `interrupted`.
+_V3 = """
+ALTER TABLE runs ADD COLUMN writer_pid BIGINT;
+ALTER TABLE runs ADD COLUMN writer_host VARCHAR;
+ALTER TABLE runs ADD COLUMN writer_token VARCHAR;
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

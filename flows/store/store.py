@@ -23,12 +23,16 @@ from flows.settings import default_db_path
 from flows.store.connection import connect, transaction
 from flows.store.errors import StoreError, UnknownRunError
 from flows.store.ids import item_id as compute_item_id
+from flows.store.liveness import this_writer, writer_alive
+from flows.redact import redact_urls
 from flows.store.models import JSON_SCORE_COLUMNS, SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
 from flows.store.schema import migrate
 
 __all__ = ("Store", "RunSummary", "default_db_path", "RUN_STATUSES")
 
-RUN_STATUSES = ("running", "completed", "failed", "cancelled")
+# `interrupted`: the store found the run `running` with its writer process gone (killed, or its machine
+# restarted); it is set on open, never by a writer.
+RUN_STATUSES = ("running", "completed", "failed", "cancelled", "interrupted")
 ITEM_COLUMNS = ("run_id", "item_id", "input", "output", "ground_truth", "request_context", "metadata", "created_at")
 _ITEM_ALIASES = {"ground_truth": ("ground_truth", "groundTruth"), "request_context": ("request_context", "requestContext")}
 
@@ -59,7 +63,8 @@ class RunSummary(BaseModel):
 
 
 class Store:
-    """The evalduck DuckDB file. Opening creates or migrates the schema; a newer schema is refused."""
+    """The evalduck DuckDB file. Opening creates or migrates the schema (a newer schema is refused) and
+    marks `interrupted` the runs left `running` by a process that is gone (`mark_interrupted`)."""
 
     def __init__(self, path: str | Path | None = None, *, lock_timeout: float | None = None) -> None:
         raw = Path(path) if path is not None else default_db_path()
@@ -69,6 +74,7 @@ class Store:
             raise StoreError(f"{self.path}: folder {self.path.parent} does not exist")
         with self._connect() as con:
             self.migrated_from = migrate(con, str(self.path), _evalduck_version())
+            self.interrupted = _mark_interrupted(con)
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -97,27 +103,41 @@ class Store:
     ) -> None:
         """Record a new run as `running`; for an existing run (resume) mark it running again.
 
-        `items` (as for `write_items`) land in the same transaction: one file open instead of two.
+        This process is recorded as the run's writer (see liveness.py). `items` (as for `write_items`)
+        land in the same transaction: one file open instead of two. Credentials in URLs in `config` are
+        masked (flows/redact.py).
         """
         item_rows = _item_tuples(run_id, items)
+        stored_config = _json(redact_urls(dict(config or {})))
+        writer = this_writer()
         with self._connect() as con, transaction(con):
             exists = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()
             if exists and exists[0]:
                 con.execute(
                     "UPDATE runs SET status = 'running', finished_at = NULL, config = ?, "
-                    "flow_run_id = coalesce(?, flow_run_id), evalduck_version = ? WHERE run_id = ?",
-                    [_json(dict(config or {})), flow_run_id, _evalduck_version(), run_id],
+                    "flow_run_id = coalesce(?, flow_run_id), evalduck_version = ?, "
+                    "writer_pid = ?, writer_host = ?, writer_token = ? WHERE run_id = ?",
+                    [stored_config, flow_run_id, _evalduck_version(), writer.pid, writer.host, writer.token, run_id],
                 )
             else:
                 con.execute(
                     "INSERT INTO runs (run_id, name, dataset, dataset_hash, status, started_at, config, flow_run_id, "
-                    "evalduck_version) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                    "evalduck_version, writer_pid, writer_host, writer_token) "
+                    "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
                     [
-                        run_id, name, dataset, dataset_hash, started_at or _utcnow(),
-                        _json(dict(config or {})), flow_run_id, _evalduck_version(),
+                        run_id, name, dataset, dataset_hash, started_at or _utcnow(), stored_config, flow_run_id,
+                        _evalduck_version(), writer.pid, writer.host, writer.token,
                     ],
                 )
             _upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
+
+    def mark_interrupted(self) -> list[str]:
+        """Mark `interrupted` every `running` run whose writer process is certainly gone; returns their ids.
+
+        Opening a Store does it once; a long-lived Store can call it again.
+        """
+        with self._connect() as con:
+            return _mark_interrupted(con)
 
     def finish_run(self, run_id: str, status: str) -> None:
         """Set the run's final status (`completed`, `failed` or `cancelled`) and finish time."""
@@ -216,6 +236,14 @@ class Store:
             f"{self.path}: no run with id or name {ref!r} (also accepted: latest, previous).{hint}"
         )
 
+    def run_record(self, ref: str) -> RunRecord:
+        """One run (any reference) with its counts, as `list_runs` gives it."""
+        with self._connect(read_only=True) as con:
+            rid = self._resolve(con, ref)
+            return RunRecord.model_validate(
+                _decode_config(_records(con.execute("SELECT * FROM run_overview WHERE run_id = ?", [rid]))[0])
+            )
+
     def list_runs(self, limit: int = 20) -> list[RunRecord]:
         """Recent runs, newest first, with item, score and error counts."""
         result = self.sql("SELECT * FROM run_overview ORDER BY started_at DESC, run_id DESC LIMIT ?", [limit])
@@ -271,6 +299,23 @@ class Store:
                 return QueryResult(columns=[], rows=[])
             columns = [d[0] for d in cursor.description]
             return QueryResult(columns=columns, rows=[tuple(r) for r in cursor.fetchall()])
+
+
+def _mark_interrupted(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Inside an open read-write connection (no other process can change `runs` meanwhile)."""
+    running = con.execute(
+        "SELECT run_id, writer_pid, writer_host, writer_token FROM runs WHERE status = 'running' AND writer_pid IS NOT NULL"
+    ).fetchall()
+    gone = [run_id for run_id, pid, host, token in running if writer_alive(pid, host, token) is False]
+    if gone:
+        with transaction(con):  # its end is taken as its last stored cell (or its start)
+            con.execute(
+                "UPDATE runs SET status = 'interrupted', finished_at = coalesce("
+                "(SELECT max(created_at) FROM scores WHERE scores.run_id = runs.run_id), started_at) "
+                "WHERE status = 'running' AND run_id IN (SELECT unnest(?::VARCHAR[]))",
+                [gone],
+            )
+    return gone
 
 
 def _check_status(status: str) -> None:

@@ -77,6 +77,37 @@ def test_compare_exits_2_on_usage_errors(db: Path) -> None:
     assert _cli(db, "compare", "run-base")[0] == 2
 
 
+# A run of "nightly" whose process stopped after three cells, never finishing it (as a SIGKILL leaves it).
+KILLED_RUN = """
+import sys
+from datetime import datetime, timezone
+from flows.store import Store
+store = Store(sys.argv[1])
+store.start_run("run-killed", "nightly", "qa.jsonl", "h1", {}, started_at=datetime(2026, 3, 2, tzinfo=timezone.utc),
+                items=[{"item_id": f"q{i}", "input": f"question {i}"} for i in range(3)])
+store.write_scores("run-killed", [{"item_id": f"q{i}", "scorer_id": "tone-scorer", "scorer_version": "1",
+                                   "score": 0.9} for i in range(3)])
+"""
+
+
+def test_compare_refuses_a_run_that_did_not_complete_unless_allowed(tmp_path: Path) -> None:
+    path = tmp_path / "evals.duckdb"
+    _run(Store(path), "run-full", "nightly", 0, [0.8 + 0.01 * (i % 5) for i in range(30)])
+    subprocess.run([sys.executable, "-c", KILLED_RUN, str(path)], check=True, timeout=120)
+    code, out, err = _cli(path, "compare", "previous", "latest", "--fail-below", "0.05")
+    assert code == 2 and out == "", out
+    (line,) = err.strip().splitlines()
+    for text in ("error: run B run-killed (nightly) = latest was interrupted (its process is gone), with 3 scored "
+                 "cell(s) over 3 item(s)", "--resume run-killed", "--allow-partial"):
+        assert text in line, line
+    code, out, _ = _cli(path, "compare", "previous", "latest", "--fail-below", "0.05", "--allow-partial")
+    assert code == 0 and "run B is interrupted" in out
+    code, _, err = _cli(path, "compare", "run-killed", "run-full")  # either side, with or without a gate
+    assert code == 2 and "run A run-killed (nightly) was interrupted" in err
+    code, out, _ = _cli(path, "runs")
+    assert code == 0 and "interrupted" in out
+
+
 def test_run_references_latest_previous_name_and_id(db: Path) -> None:
     by_ref = _cli(db, "compare", "previous", "latest", "--items", "1")
     by_id = _cli(db, "compare", "run-bad", "run-good", "--items", "1")

@@ -178,6 +178,21 @@ def test_resume_with_a_run_that_is_not_in_the_database(work: Path) -> None:
                 "--resume:", "no run with id or name 'nigthly'", "latest, previous", "Recent runs: run-1 (nightly)")
 
 
+def test_resume_with_another_dataset_is_refused_naming_both(work: Path) -> None:
+    from flows.datasets import load_dataset
+
+    first = load_dataset(work / "data.jsonl")
+    store = Store(work / "evals.duckdb")
+    store.start_run("run-1", "nightly", "data.jsonl", first.hash, {}, items=[i.store_record() for i in first.items])
+    store.finish_run("run-1", "failed")
+    (work / "more.jsonl").write_text((work / "data.jsonl").read_text() + '{"id": "c", "input": "new", "output": "x"}\n')
+    line = usage_error(evalduck(work, "run", "more.jsonl", "--resume", "nightly"),
+                       "--resume: run run-1 (nightly) was made from data.jsonl", "more.jsonl (hash",
+                       "has 1 item(s) not in the run and lacks 0 of its 2", "without --resume")
+    assert first.hash[:12] in line
+    assert store.sql("SELECT count(*) FROM items").rows == [(2,)]  # nothing was added to the run
+
+
 def test_resume_on_a_file_that_is_not_duckdb_is_no_usage_error(work: Path) -> None:
     (work / "notes.duckdb").write_text("not a database [/]\n")
     done = evalduck(work, "--db", "notes.duckdb", "run", "data.jsonl", "--resume", "nightly")

@@ -5,8 +5,8 @@
 
 `write` prints `wrote <cells>` after each batch has been committed (so a test can SIGKILL it at a known
 point); with --resume it first asks the store which cells are complete and writes only the others,
-printing `resumed <cells>`. `read` runs queries and compare_runs until SECONDS pass, printing
-`reads <n>`.
+printing `resumed <cells>`. `read` opens the file and runs queries until SECONDS pass, printing how
+often it saw a run marked `interrupted` (`interrupted <n>`), then `reads <n>`.
 """
 
 from __future__ import annotations
@@ -44,13 +44,15 @@ def write(db: str, run_id: str, n_items: int, batch: int, sleep_s: float, resume
 
 
 def read(db: str, seconds: float) -> None:
-    store = Store(db)
     deadline = time.monotonic() + seconds
-    reads = 0
+    reads = interrupted = 0
     while time.monotonic() < deadline:
+        store = Store(db)  # a fresh open each time, as every `evalduck sql` makes (it checks writers too)
         store.sql("SELECT run_id, count(*) FROM scores GROUP BY run_id")
         store.sql("SELECT * FROM run_scorer_summary")
-        reads += 2
+        interrupted += store.sql("SELECT count(*) FROM runs WHERE status = 'interrupted'").rows[0][0]
+        reads += 3
+    print(f"interrupted {interrupted}", flush=True)
     print(f"reads {reads}", flush=True)
 
 

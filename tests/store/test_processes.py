@@ -30,6 +30,7 @@ def test_two_writers_and_a_reader_all_succeed(db_path: Path) -> None:
         assert "lock" not in err.lower(), err
     assert outputs[0][0].strip().endswith("done") and outputs[1][0].strip().endswith("done")
     assert int(outputs[2][0].split()[-1]) > 0  # the reader got answers while the writers ran
+    assert "interrupted 0" in outputs[2][0]  # live writers are never taken for killed ones
     counts = Store(db_path).sql(
         "SELECT run_id, count(*), count(DISTINCT (item_id, scorer_id)), any_value(r.status) "
         "FROM scores JOIN runs AS r USING (run_id) GROUP BY run_id ORDER BY run_id"
@@ -55,8 +56,13 @@ def test_sigkill_keeps_written_batches_and_resume_completes_exactly_once(db_path
     kept = store.completed_cells("run-k")
     # Every batch confirmed before the kill is there; batches land whole (a multiple of the batch size).
     assert confirmed <= len(kept) < 200 and len(kept) % 8 == 0
-    (status,) = store.sql("SELECT status FROM runs WHERE run_id = 'run-k'").rows[0]
-    assert status == "running"
+    # Its writer is gone: opening the file marked it interrupted, ending at its last stored cell.
+    assert store.interrupted == ["run-k"]
+    (status, finished, last) = store.sql(
+        "SELECT status, finished_at, (SELECT max(created_at) FROM scores WHERE run_id = 'run-k') "
+        "FROM runs WHERE run_id = 'run-k'"
+    ).rows[0]
+    assert status == "interrupted" and finished == last
 
     resumed = _spawn("write", str(db_path), "run-k", "100", "8", "--resume")
     out, err = resumed.communicate(timeout=120)

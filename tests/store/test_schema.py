@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from flows.store import SCHEMA_VERSION, SchemaVersionError, Store, StoreError
+from flows.store.schema import migrate
 
 # The version 1 schema as it was released, written out here so the test does not depend on the code.
 V1_FILE = """
@@ -52,7 +54,7 @@ def test_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
     _make_file(db_path, V1_FILE)
     store = Store(db_path)
     assert store.migrated_from == 1
-    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(1,), (2,)]
+    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(1,), (2,), (3,)]
     old = store.sql("SELECT item_id, score, analyze_step_result, judge_model, cost FROM scores "
                     "WHERE run_id = 'old-a' ORDER BY item_id").rows
     assert old == [("i1", 0.25, '{"x": 1}', None, None), ("i2", 0.5, None, None, None)]
@@ -66,12 +68,37 @@ def test_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
     assert store.resolve_run("nightly") == "new"
 
 
+# A run left `running` by a killed process, in a file at version 2 (made by the migrations up to 2).
+V2_RUN = """
+INSERT INTO runs (run_id, name, dataset, status, started_at, config, dataset_hash, evalduck_version)
+VALUES ('old-c', 'nightly', 'd.jsonl', 'running', TIMESTAMPTZ '2025-01-03 00:00:00+00', '{}', 'h', '0.1.0');
+"""
+
+
+def test_version_2_file_gains_the_writer_columns_and_keeps_its_runs(db_path: Path) -> None:
+    con = duckdb.connect(str(db_path))
+    migrate(con, str(db_path), "0.1.0", target=2)
+    con.execute(V2_RUN)
+    con.close()
+    store = Store(db_path)
+    assert store.migrated_from == 2
+    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(1,), (2,), (3,)]
+    # A run from before v3 has no recorded writer: nobody can tell whether it still runs, so it is left as is.
+    assert store.interrupted == []
+    assert store.run_record("old-c").status == "running"
+    store.start_run("new", "nightly", "d.jsonl", "h", {})
+    assert store.sql("SELECT writer_pid, writer_host IS NOT NULL FROM runs WHERE run_id = 'new'").rows == [
+        (os.getpid(), True)
+    ]
+    assert Store(db_path).interrupted == []  # this process, the writer of "new", is alive
+
+
 def test_newer_schema_is_refused_and_left_untouched(db_path: Path) -> None:
     Store(db_path)
     con = duckdb.connect(str(db_path))
     con.execute("INSERT INTO schema_version (version, evalduck_version) VALUES (99, '9.0')")
     con.close()
-    with pytest.raises(SchemaVersionError, match=r"schema version 99, newer than the 2 this evalduck"):
+    with pytest.raises(SchemaVersionError, match=rf"schema version 99, newer than the {SCHEMA_VERSION} this evalduck"):
         Store(db_path)
     con = duckdb.connect(str(db_path), read_only=True)
     assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (99,)
