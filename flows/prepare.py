@@ -19,7 +19,7 @@ from flows.engine import ItemResult, RunPlan
 from flows.progress import ProgressSink
 from flows.registry import build_scorers
 from flows.settings import default_cache_dir
-from flows.store import Store, UnknownRunError, check_resume_dataset, default_db_path
+from flows.store import Store, check_resume_dataset, default_db_path
 from flows.targets import Target, resolve_target
 
 __all__ = ("Prepared", "Rows", "prepare_run", "load_data")
@@ -105,11 +105,7 @@ def prepare_run(
         logger.info("resuming run %s: %d cell(s) to compute", run_id, len(todo))
     else:
         run_id = str(uuid.uuid4())
-        if o.name:
-            try:
-                previous = store.resolve_run(o.name)
-            except UnknownRunError:
-                previous = None
+        previous = store.last_completed(o.name) if o.name else None
     run_config = dict(config or {})
     run_config.setdefault("scorers", [{"id": s.id, "version": s.version, "options": dict(s.options)} for s in built])
     run_config.setdefault("target", tgt.label)

@@ -201,6 +201,14 @@ class Store:
             ).fetchall()
         return {(item, scorer) for item, scorer in rows}
 
+    def last_completed(self, name: str) -> str | None:
+        """The newest `completed` run of this name (what a new run of it is compared with), if any: an
+        interrupted, failed or cancelled run holds only part of its cells."""
+        with self._connect(read_only=True) as con:
+            row = con.execute("SELECT run_id FROM runs WHERE name = ? AND status = 'completed' "
+                              "ORDER BY started_at DESC, run_id DESC LIMIT 1", [name]).fetchone()
+        return str(row[0]) if row is not None else None
+
     def resolve_run(self, ref: str) -> str:
         """A run id from `latest`, `previous`, an id, a name (its newest run) or a unique id prefix."""
         with self._connect(read_only=True) as con:

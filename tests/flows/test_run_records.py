@@ -68,3 +68,15 @@ def test_the_flow_itself_gets_the_real_url() -> None:
     state = echo(URL, return_state=True)
     assert state.result() == URL
     assert _parameters(str(state.state_details.flow_run_id))["url"] == "http://user:***@127.0.0.1:9/v1"
+
+
+def test_a_run_is_compared_with_the_last_completed_run_of_its_name(workdir: dict[str, str]) -> None:
+    from flows.engine import FailFast
+    from scorers import create_scorer
+
+    first = run_evals(rows(2), scorers=["tone-scorer"], name="nightly", **workdir)
+    broken = create_scorer("tone-scorer", generate_score=lambda ctx: 1 / 0)
+    with pytest.raises(FailFast):
+        run_evals(rows(2), scorers=[broken], name="nightly", fail_fast=True, **workdir)
+    third = run_evals(rows(2), scorers=["tone-scorer"], name="nightly", **workdir)
+    assert third.previous_run_id == first.run_id  # not the failed run in between, which holds part of its cells
