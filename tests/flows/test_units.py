@@ -60,6 +60,19 @@ def test_artifact_keys_and_comparison_markdown() -> None:
          "judge_cost_usd": None}]
 
 
+def test_comparison_markdown_shows_user_strings_as_text() -> None:
+    """A `|` or a line break in a scorer id or note stays in its cell; markdown and HTML in a name are text."""
+    rows = [{"scorer_id": "a|b\nc", "mean_a": 0.5, "mean_b": 0.5, "mean_delta": 0.0, "ci_low": 0.0, "ci_high": 0.0,
+             "n_paired": 2, "n_improved": 0, "n_regressed": 0, "warning": "run B is *running*"}]
+    text = comparison_markdown(rows, "run`a", "run-b", "<b>nightly</b> [x](http://h) # 1")
+    assert text.splitlines()[0] == r"# \<b\>nightly\</b\> \[x\]\(http://h\) \# 1: this run vs the previous one"
+    assert "Previous run ``run`a``, this run `run-b`." in text
+    (row,) = [line for line in text.splitlines() if line.startswith("| a")]
+    assert row.startswith(r"| a\|b\\nc | 0.500 |")  # shows as a|b\nc, in one cell
+    assert row.endswith(r"| run B is \*running\* |")
+    assert row.replace("\\|", "").count("|") == 10  # nine cells, none split
+
+
 def test_registry_builds_with_options_and_skips_without_judge(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EVALDUCK_JUDGE_MODEL", raising=False)
     built, skipped = build_scorers([{"id": "tone-scorer", "options": {"scale": 2}}, "answer-relevancy-scorer"])
