@@ -122,6 +122,26 @@ def test_target_errors_keep_the_target_apart_from_the_problem(tmp_path: Path, mo
         resolve_target("model: ")
 
 
+@pytest.mark.parametrize(("on_path", "expected"), [
+    (True, "the current folder {here} is on the import path, but it holds no no_such_agent.py or no_such_agent/"),
+    (False, "./my_agent.py is here, but the current folder is not on the import path (sys.path): add it with "
+            "PYTHONPATH=."),
+], ids=["folder-on-the-path", "folder-not-on-the-path"])
+def test_a_target_module_that_is_not_found_says_where_imports_look(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_path: bool, expected: str) -> None:
+    (tmp_path / "my_agent.py").write_text("def answer(q):\n    return q\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if p not in ("", str(tmp_path))])
+    if on_path:
+        monkeypatch.syspath_prepend(str(tmp_path))
+    spec = "no_such_agent:answer" if on_path else "my_agent:answer"
+    with pytest.raises(TargetError) as err:
+        resolve_target(spec)
+    assert expected.format(here=tmp_path) in err.value.problem
+    with pytest.raises(TargetError, match=r"give the module's import name, not its file: 'agents.my_agent:answer'"):
+        resolve_target("./agents/my_agent.py:answer")
+
+
 def test_in_memory_rows_are_reported_not_sent() -> None:
     from flows import run_evals
 
