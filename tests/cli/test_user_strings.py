@@ -32,8 +32,9 @@ def _run(store: Store, run_id: str, name: str, minutes: int, delta: float) -> No
     store.write_batch(
         run_id,
         items=[{"item_id": item, "input": f"question [/] {i}"} for i, item in enumerate(ITEM_IDS)],
-        scores=[{"item_id": item, "scorer_id": SCORER, "scorer_version": "[/]", "score": 0.9 - delta * (1 + 0.1 * (i % 2)),
-                 "reason": f"line one [/]\nline two {ESC}[2J"} for i, item in enumerate(ITEM_IDS)],
+        scores=[{"item_id": item, "scorer_id": SCORER, "scorer_version": "[/]",
+                 "score": 0.9 - delta * (1 + 0.1 * (i % 2)), "reason": f"line one [/]\nline two {ESC}[2J"}
+                for i, item in enumerate(ITEM_IDS)],
     )
     store.write_scores(run_id, [{"item_id": ITEM_IDS[0], "scorer_id": "error-scorer", "scorer_version": "1",
                                  "status": "error", "error": "boom [/] :smile:"}])

@@ -141,7 +141,8 @@ def test_csv_errors_name_the_file_line_each_row_starts_on(tmp_path: Path) -> Non
     _write(path, 'id,input,metadata\n1,,\n\n2,"two\nlines",\n3,,{}\n')
     with pytest.raises(DatasetError) as err:
         load_dataset(path)
-    assert err.value.problems == [f"{path} line 2 (item '1'): missing `input`", f"{path} line 6 (item '3'): missing `input`"]
+    assert err.value.problems == [f"{path} line 2 (item '1'): missing `input`",
+                                  f"{path} line 6 (item '3'): missing `input`"]
     assert [i.where for i in load_dataset(_write(path, 'input\n\nq1\n"q\n2"\nq3\n')).items] == [
         f"{path} line 3", f"{path} line 4", f"{path} line 6"]
 
