@@ -114,3 +114,11 @@ def test_installed_script_lists_a_run_named_with_markup(db: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "[/]" in done.stdout and "gpt-4o [baseline]" in done.stdout
     _shown_literally(done.stdout)
+
+
+def test_stop_names_a_state_folder_with_markup(tmp_path: Path) -> None:
+    state = tmp_path / "state [/]"  # a folder "state [" holding "]"
+    state.mkdir(parents=True)
+    result = runner.invoke(app, ["stop", "--state-dir", str(state)])
+    assert result.exit_code == 0, repr(result.exception)
+    assert f"Nothing to stop: no {state / 'serve.json'}." in result.stdout.replace("\n", "")
