@@ -110,8 +110,8 @@ def show(
     for s in summary.scorers:
         table.add_row(
             literal(s["scorer_id"]), literal(s["scorer_version"] or "–"), literal(s["judge_model"] or "–"),
-            str(s["n_scored"]), str(s["n_errors"]), str(s["n_skipped"]), _num(s["mean_score"]), _num(s["stddev_score"]),
-            _num(s["min_score"]), _num(s["max_score"]), _num(s["cost"], 4),
+            str(s["n_scored"]), str(s["n_errors"]), str(s["n_skipped"]), _num(s["mean_score"]),
+            _num(s["stddev_score"]), _num(s["min_score"]), _num(s["max_score"]), _num(s["cost"], 4),
         )
     _consoles.out.print(table)
     if worst_items:
