@@ -21,6 +21,8 @@ from prefect.artifacts import (
     aupdate_progress_artifact,
 )
 
+from flows.display import md_code, md_text
+
 __all__ = ("artifact_key", "ProgressArtifact", "summary_rows", "publish_summary", "publish_comparison",
            "comparison_markdown")
 
@@ -106,11 +108,12 @@ def _fmt(value: Any, signed: bool = False) -> str:
 
 
 def comparison_markdown(rows: Sequence[Mapping[str, Any]], run_a: str, run_b: str, name: str | None) -> str:
-    """Markdown table of ``compare_runs(previous, this)``: means, mean paired delta and its 95% CI."""
+    """Markdown table of ``compare_runs(previous, this)``: means, mean paired delta and its 95% CI. Names,
+    ids and notes are shown as typed (a `|`, a newline or markup in them is text, not markdown)."""
     lines = [
-        f"# {name or 'eval'}: this run vs the previous one",
+        f"# {md_text(name or 'eval')}: this run vs the previous one",
         "",
-        f"Previous run `{run_a}`, this run `{run_b}`. Delta = this − previous, paired per item; "
+        f"Previous run {md_code(run_a)}, this run {md_code(run_b)}. Delta = this − previous, paired per item; "
         "the interval is the 95% confidence interval of the mean paired delta.",
         "",
         "| scorer | previous mean | this mean | delta | 95% CI | paired | improved | regressed | note |",
@@ -120,9 +123,9 @@ def comparison_markdown(rows: Sequence[Mapping[str, Any]], run_a: str, run_b: st
         ci = f"[{_fmt(r.get('ci_low'), True)}, {_fmt(r.get('ci_high'), True)}]"
         warning = r.get("warning") or r.get("warnings") or ""
         lines.append(
-            f"| {r.get('scorer_id')} | {_fmt(r.get('mean_a'))} | {_fmt(r.get('mean_b'))} | "
+            f"| {md_text(r.get('scorer_id'))} | {_fmt(r.get('mean_a'))} | {_fmt(r.get('mean_b'))} | "
             f"{_fmt(r.get('mean_delta'), True)} | {ci} | {r.get('n_paired', 0)} | {r.get('n_improved', 0)} | "
-            f"{r.get('n_regressed', 0)} | {warning} |"
+            f"{r.get('n_regressed', 0)} | {md_text(warning)} |"
         )
     if not rows:
         lines.append("| (no scorer scored in both runs) | | | | | | | | |")

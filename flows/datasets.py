@@ -6,6 +6,7 @@ call is made, with an error that names the file and line (or the row's position 
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import json
@@ -169,25 +170,61 @@ def dataset_from_rows(rows: Sequence[Mapping[str, Any]], source: str = "<memory>
     return _validate([(f"row {i}", row) for i, row in enumerate(rows, 1)], source, path=None)
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
+# Text formats are read as UTF-8, with or without the byte order mark Excel's "CSV UTF-8" (and Notepad) write.
+_ENCODING = "utf-8-sig"
+
+
+def _save_as_utf8(path: Path) -> str:
+    excel = ' (in Excel: Save As "CSV UTF-8")' if path.suffix.lower() == ".csv" else ""
+    return (f"save the file as UTF-8{excel}, or convert it, e.g. "
+            f"`iconv -f windows-1252 -t utf-8 {path.name} > {path.stem}-utf8{path.suffix}`")
+
+
+def _not_utf8(path: Path) -> DatasetError:
+    """Where a file that failed to decode stops being UTF-8: line, column and byte offset, and the remedy.
+    (Found by a second, binary pass: a text reader's error position is relative to its buffer.)"""
+    offset = 0
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            skip = len(codecs.BOM_UTF8) if lineno == 1 and raw.startswith(codecs.BOM_UTF8) else 0
             try:
-                yield f"{path} line {lineno}", json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError([f"{path} line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})"],
-                                   path=str(path)) from None
+                raw[skip:].decode("utf-8")
+            except UnicodeDecodeError as exc:
+                column = len(raw[skip:skip + exc.start].decode("utf-8")) + 1
+                at = offset + skip + exc.start
+                return DatasetError([f"{path} line {lineno}: not valid UTF-8 (byte 0x{raw[skip + exc.start]:02x} at "
+                                     f"column {column}, byte offset {at} of the file); {_save_as_utf8(path)}"],
+                                    path=str(path))
+            offset += len(raw)
+    return DatasetError([f"{path}: not valid UTF-8; {_save_as_utf8(path)}"], path=str(path))
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
+    with path.open(encoding=_ENCODING) as fh:
+        try:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:  # without its line break, so an error at the end of the line has that line's column
+                    yield f"{path} line {lineno}", json.loads(line.rstrip("\r\n"))
+                except json.JSONDecodeError as exc:
+                    raise DatasetError([f"{path} line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})"],
+                                       path=str(path)) from None
+        except UnicodeDecodeError:
+            raise _not_utf8(path) from None
 
 
 def _json_rows(path: Path) -> list[tuple[str, Any]]:
     """Rows of a JSON array (or of an object's "items"/"data" array), each located by its starting line."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding=_ENCODING)
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DatasetError([f"{path} line {exc.lineno}: not valid JSON ({exc.msg})"], path=str(path)) from None
+        raise DatasetError([f"{path} line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"],
+                           path=str(path)) from None
     if isinstance(doc, Mapping):
         key = next((k for k in ("items", "data", "rows") if isinstance(doc.get(k), list)), None)
         if key is None:
@@ -214,27 +251,44 @@ def _json_rows(path: Path) -> list[tuple[str, Any]]:
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[str, Any]]:
-    """CSV rows: empty cells are absent; requestContext/metadata cells hold JSON objects."""
-    with path.open(encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        start = reader.line_num + 1
-        for raw in reader:
-            where = f"{path} line {start}"
-            start = reader.line_num + 1
-            row: dict[str, Any] = {}
-            for key, value in raw.items():
-                if key is None:
-                    raise DatasetError([f"{where}: more cells than header columns"], path=str(path))
-                if value is None or value == "":
+    """CSV rows, each located by the file line it starts on (a quoted cell may span lines): empty cells are
+    absent; requestContext/metadata cells hold JSON objects."""
+    with path.open(encoding=_ENCODING, newline="") as fh:
+        reader = csv.reader(fh)
+        header: list[str] | None = None
+        start = 1
+        try:
+            for cells in reader:
+                where, start = f"{path} line {start}", reader.line_num + 1
+                if not cells:  # a blank line
                     continue
-                if key in ("requestContext", "request_context", "metadata"):
-                    try:
-                        value = json.loads(value)
-                    except json.JSONDecodeError:
-                        raise DatasetError([f"{where}: `{key}` must be a JSON object, got {value!r:.60}"],
-                                           path=str(path)) from None
-                row[key] = value
-            yield where, row
+                if header is None:
+                    header = cells
+                    if "input" not in header:
+                        raise DatasetError([f"{where}: no `input` column (the columns are "
+                                            f"{', '.join(map(repr, header))}); name the question column `input`"],
+                                           path=str(path))
+                    continue
+                if len(cells) > len(header):
+                    raise DatasetError([f"{where}: more cells than header columns"], path=str(path))
+                yield where, _csv_row(where, header, cells, path)
+        except UnicodeDecodeError:
+            raise _not_utf8(path) from None
+
+
+def _csv_row(where: str, header: Sequence[str], cells: Sequence[str], path: Path) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for key, value in zip(header, cells):
+        if value == "":
+            continue
+        if key in ("requestContext", "request_context", "metadata"):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise DatasetError([f"{where}: `{key}` must be a JSON object, got {value!r:.60}"],
+                                   path=str(path)) from None
+        row[key] = value
+    return row
 
 
 def _parquet_rows(path: Path) -> list[tuple[str, Any]]:

@@ -10,6 +10,8 @@ from typing import Protocol
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from flows.display import literal
+
 __all__ = ("ProgressSink", "RichProgress", "use_sink", "current_sink")
 
 
@@ -48,8 +50,8 @@ class RichProgress:
 
     def start(self, total: int) -> None:
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("items"),
-            TimeElapsedColumn(), TimeRemainingColumn(), console=self.console, transient=False,
+            TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+            TextColumn("items"), TimeElapsedColumn(), TimeRemainingColumn(), console=self.console, transient=False,
         )
         self._progress.start()
         self._task = self._progress.add_task(self.label, total=total)
@@ -64,4 +66,4 @@ class RichProgress:
             self._progress = None
 
     def note(self, message: str) -> None:
-        self.console.print(f"[yellow]{message}[/yellow]")
+        self.console.print(literal(message, style="yellow", multiline=True))

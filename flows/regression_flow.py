@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from flows.artifacts import artifact_key, comparison_markdown
 from flows.config import DEMO_CONFIG, EvalConfig
+from flows.display import md_code, md_text
 from flows.eval_flow import EvalResult, run_eval_config
 from flows.gate import GateVerdict, gate, rule_text
 from flows.redacting_flow import redacting_flow
@@ -38,8 +39,8 @@ class RegressionReport(BaseModel):
 
 def verdict_markdown(result: EvalResult, verdict: GateVerdict, max_drop: float) -> str:
     """The verdict above the same comparison table the eval run shows."""
-    headline = f"**REGRESSION** in {', '.join(verdict.regressed)}" if verdict.regressed else "no regression"
-    ungated = (f"\n\nNot gated (fewer than 2 items scored in both runs): {', '.join(verdict.ungated)}"
+    headline = f"**REGRESSION** in {md_text(', '.join(verdict.regressed))}" if verdict.regressed else "no regression"
+    ungated = (f"\n\nNot gated (fewer than 2 items scored in both runs): {md_text(', '.join(verdict.ungated))}"
                if verdict.ungated else "")
     table = comparison_markdown(result.comparison or [], str(result.previous_run_id), result.run_id, result.name)
     return f"# Regression check: {headline}\n\n(a scorer fails when {rule_text(max_drop)}){ungated}\n\n{table}"
@@ -60,7 +61,7 @@ def regression_check(config: EvalConfig = DEMO_CONFIG, max_drop: float = 0.0) ->
     result = run_eval_config(config)
     if result.previous_run_id is None or result.comparison is None:
         create_markdown_artifact(
-            f"# Regression check: first run\n\nFirst run named `{config.name}` (`{result.run_id}`): "
+            f"# Regression check: first run\n\nFirst run named {md_code(config.name)} ({md_code(result.run_id)}): "
             "nothing to compare yet.\n",
             key=artifact_key(config.name, "regression"), description="regression check",
         )

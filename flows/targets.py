@@ -8,9 +8,11 @@ import contextvars
 import hashlib
 import importlib
 import inspect
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from scorers import JudgeSettings, JudgeTransport, canonical_json, complete
@@ -137,15 +139,38 @@ async def _in_daemon_thread(fn: Callable[[Any], Any], value: Any, name: str) -> 
     return await future
 
 
+def _where_to_look(missing: str) -> str:
+    """Why module ``missing`` was not found, for a user whose file is right there: where imports look, and
+    what to do."""
+    top = missing.replace(".", "/")
+    here = Path.cwd()
+    on_path = any(Path(entry or ".").resolve() == here for entry in sys.path)
+    if on_path:
+        return (f"; the current folder {here} is on the import path, but it holds no {top}.py or {top}/: "
+                "run from the folder that holds it, or add that folder to PYTHONPATH")
+    found = next((f for f in (f"{top}.py", top) if (here / f).exists()), None)
+    if found is not None:
+        return (f"; ./{found} is here, but the current folder is not on the import path (sys.path): "
+                "add it with PYTHONPATH=. (`evalduck run` adds it itself)")
+    return f"; add the folder that holds {top}.py to PYTHONPATH (the current folder {here} is not on sys.path)"
+
+
 def _import_callable(spec: str) -> Callable[..., Any]:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise TargetError(spec, "expected 'module:function' or 'model:<litellm model>'")
+    if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:
+        dotted = module_name.removesuffix(".py").replace("\\", "/").strip("./").replace("/", ".")
+        raise TargetError(spec, f"give the module's import name, not its file: '{dotted}:{attr}' "
+                                "(imported from the current folder, or from PYTHONPATH)")
     try:
         obj: Any = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any failure of the module's own code is the target's problem
         shown = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
-        raise TargetError(spec, f"cannot import module {module_name!r} ({shown})") from None
+        # The hint only when the module itself is missing, not a module it imports.
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        hint = _where_to_look(missing) if missing and f"{module_name}.".startswith(f"{missing}.") else ""
+        raise TargetError(spec, f"cannot import module {module_name!r} ({shown}){hint}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise TargetError(spec, f"module {module_name!r} has no attribute {attr!r}")

@@ -4,8 +4,9 @@ Every usage error of every command goes through `UsageErrorsGroup`, the app's gr
 (a bad number, a missing argument, an unknown option), the pydantic errors behind typer's conversions, and
 the `OptionError`s that commands raise. `describe` is the one place that turns a pydantic error into an
 option-named sentence, for typer's conversions and for `EvalConfig` alike; a message it has no wording of its
-own for is scorers' `error_rule`, as in `describe_validation`. Only pydantic, rich and scorers here: no
-prefect import, so a usage error is reported in well under a second.
+own for is scorers' `error_rule`, as in `describe_validation`. Messages are printed literally (the values
+in them are the user's: `[/]` is no markup). Only pydantic, rich, scorers and flows.display here: no prefect
+import, so a usage error is reported in well under a second.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from typing import Any, NoReturn
 import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
-from rich.markup import escape
 from scorers import error_rule
 from typer.core import TyperGroup
+
+from flows.display import literal
 
 __all__ = ("OptionError", "UsageErrorsGroup", "describe", "fail", "label", "value_error", "config_error")
 
@@ -148,12 +150,12 @@ def _message(exc: Any) -> str:
 
 def show(exc: Any) -> None:
     """Print a usage error to stderr: the message, then where help is."""
-    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    err = Console(stderr=True, soft_wrap=True)
     for line in _message(exc).splitlines() or [""]:
-        err.print(f"[red]error:[/red] {escape(line)}")
+        err.print(literal(("error:", "red"), " ", line))
     ctx = getattr(exc, "ctx", None)
     if ctx is not None and ctx.command.get_help_option(ctx) is not None:
-        err.print(escape(f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help."), style="dim")
+        err.print(literal(f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.", style="dim"))
 
 
 @contextmanager

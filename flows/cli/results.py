@@ -13,10 +13,10 @@ from typing import Annotated, Any
 import duckdb
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from flows.cli import app, db_path, fail
+from flows.display import literal
 from flows.gate import gate, rule_text
 from flows.store import RunRecord, Store, StoreError
 
@@ -49,7 +49,7 @@ def _store(ctx: typer.Context) -> Iterator[Store]:
     try:
         yield Store(db_path(ctx))
     except StoreError as exc:
-        _consoles.err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
+        _consoles.err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
         raise typer.Exit(USAGE_ERROR) from exc
 
 
@@ -74,15 +74,15 @@ def runs(
     with _store(ctx) as store:
         records = store.list_runs(limit)
     if not records:
-        _consoles.out.print(f"No runs in {store.path}.")
+        _consoles.out.print(literal("No runs in ", store.path, "."))
         return
-    table = Table(title=f"Runs in {store.path}")
+    table = Table(title=literal("Runs in ", store.path, style="table.title"))
     for column in ("run id", "name", "status", "started", "items", "scored", "errors", "dataset"):
         table.add_column(column, justify="right" if column in ("items", "scored", "errors") else "left")
     for run in records:
         table.add_row(
-            run.run_id, run.name or "–", run.status, _when(run.started_at),
-            str(run.n_items), str(run.n_scores), str(run.n_errors), run.dataset or "–",
+            literal(run.run_id), literal(run.name or "–"), run.status, _when(run.started_at),
+            str(run.n_items), str(run.n_scores), str(run.n_errors), literal(run.dataset or "–"),
         )
     _consoles.out.print(table)
 
@@ -98,22 +98,20 @@ def show(
         summary = store.run_summary(run)
         worst_items = store.worst_items(summary.run.run_id, worst) if worst else []
     r = summary.run
-    _consoles.out.print(
-        f"[bold]{r.run_id}[/bold]  name={r.name or '–'}  status={r.status}  started={_when(r.started_at)}  "
-        f"finished={_when(r.finished_at)}\n"
-        f"dataset={r.dataset or '–'}  hash={r.dataset_hash or '–'}  items={r.n_items}  "
-        f"evalduck={r.evalduck_version or '–'}  flow run={r.flow_run_id or '–'}",
-        highlight=False,
-    )
+    _consoles.out.print(literal((r.run_id, "bold"), "  name=", r.name or "–", f"  status={r.status}  "
+                                f"started={_when(r.started_at)}  finished={_when(r.finished_at)}"))
+    _consoles.out.print(literal("dataset=", r.dataset or "–", "  hash=", r.dataset_hash or "–",
+                                f"  items={r.n_items}  evalduck=", r.evalduck_version or "–",
+                                "  flow run=", r.flow_run_id or "–"))
     table = Table(title="Scorers")
     columns = ("scorer", "version", "judge", "scored", "errors", "skipped", "mean", "stddev", "min", "max", "cost")
     for column in columns:
         table.add_column(column, justify="left" if column in ("scorer", "version", "judge") else "right")
     for s in summary.scorers:
         table.add_row(
-            s["scorer_id"], s["scorer_version"] or "–", s["judge_model"] or "–", str(s["n_scored"]),
-            str(s["n_errors"]), str(s["n_skipped"]), _num(s["mean_score"]), _num(s["stddev_score"]),
-            _num(s["min_score"]), _num(s["max_score"]), _num(s["cost"], 4),
+            literal(s["scorer_id"]), literal(s["scorer_version"] or "–"), literal(s["judge_model"] or "–"),
+            str(s["n_scored"]), str(s["n_errors"]), str(s["n_skipped"]), _num(s["mean_score"]),
+            _num(s["stddev_score"]), _num(s["min_score"]), _num(s["max_score"]), _num(s["cost"], 4),
         )
     _consoles.out.print(table)
     if worst_items:
@@ -121,7 +119,8 @@ def show(
         for column in ("scorer", "item", "status", "score", "reason / error"):
             items.add_column(column, overflow="fold")
         for w in worst_items:
-            items.add_row(w["scorer_id"], w["item_id"], w["status"], _num(w["score"]), (w["detail"] or "")[:200])
+            items.add_row(literal(w["scorer_id"]), literal(w["item_id"]), w["status"], _num(w["score"]),
+                          literal((w["detail"] or "")[:200], multiline=True))
         _consoles.out.print(items)
 
 
@@ -185,7 +184,7 @@ def compare(
             [a, b],
         ).rows
     scorers_of = {run_id: set(ids) for run_id, ids in per_run}
-    table = Table(title=f"B = {b}  vs  A = {a}")
+    table = Table(title=literal("B = ", b, "  vs  A = ", a, style="table.title"))
     for column in ("scorer", "mean A", "mean B", "Δ (B-A)", "95% CI", "paired", "+/-/=", "errors A/B"):
         table.add_column(column, justify="left" if column == "scorer" else "right")
     table.add_column("warning", overflow="fold")
@@ -194,39 +193,36 @@ def compare(
     for row in rows:
         ci = f"[{_num(row['ci_low'], signed=True)}, {_num(row['ci_high'], signed=True)}]"
         table.add_row(
-            ("[red]" if row["scorer_id"] in failing else "") + escape(row["scorer_id"]), _num(row["mean_a"]),
+            literal(row["scorer_id"], style="red" if row["scorer_id"] in failing else ""), _num(row["mean_a"]),
             _num(row["mean_b"]),
             _num(row["mean_delta"], signed=True), ci, str(row["n_paired"]),
             f"{row['n_improved']}/{row['n_regressed']}/{row['n_unchanged']}", f"{row['n_errors_a']}/{row['n_errors_b']}",
-            row["warning"] or "",
+            literal(row["warning"] or "", multiline=True),
         )
     _consoles.out.print(table)
     if not rows:
         _consoles.out.print("No scorer appears in both runs.")
     for scorer, per_item in deltas.items():
-        detail = Table(title=f"{scorer}: worst items")
+        detail = Table(title=literal(scorer, ": worst items", style="table.title"))
         for column in ("item", "score A", "score B", "Δ", "status A", "status B"):
             detail.add_column(column)
         for d in per_item:
-            detail.add_row(d["item_id"], _num(d["score_a"]), _num(d["score_b"]), _num(d["delta"], signed=True),
+            detail.add_row(literal(d["item_id"]), _num(d["score_a"]), _num(d["score_b"]), _num(d["delta"], signed=True),
                            d["status_a"] or "–", d["status_b"] or "–")
         _consoles.out.print(detail)
     for label, run_id, other in (("A", a, b), ("B", b, a)):
         only = sorted(scorers_of.get(run_id, set()) - scorers_of.get(other, set()))
         if only:
-            _consoles.out.print(f"Scored in run {label} only: {', '.join(only)} (not compared)", highlight=False)
+            _consoles.out.print(literal(f"Scored in run {label} only: ", ", ".join(only), " (not compared)"))
     if verdict is None:
         return
     if verdict.ungated:
-        _consoles.out.print(
-            f"Not gated (fewer than 2 items scored in both runs): {escape(', '.join(verdict.ungated))}",
-            highlight=False,
-        )
+        _consoles.out.print(literal("Not gated (fewer than 2 items scored in both runs): ", ", ".join(verdict.ungated)))
     if not failing:
         _consoles.out.print(f"OK: no scorer's 95% upper bound on the paired delta is below -{fail_below:g}",
                             highlight=False)
         return
-    _consoles.err.print(f"REGRESSION: {escape(', '.join(failing))}: {rule_text(fail_below or 0.0)}", highlight=False)
+    _consoles.err.print(literal("REGRESSION: ", ", ".join(failing), f": {rule_text(fail_below or 0.0)}"))
     raise typer.Exit(REGRESSION)
 
 
@@ -247,7 +243,7 @@ def sql(
         try:
             result = store.sql(query, list(param) if param else None, write=write)
         except duckdb.Error as exc:
-            _consoles.err.print(f"error: {exc}", highlight=False, markup=False)
+            _consoles.err.print(literal("error: ", str(exc), multiline=True))
             raise typer.Exit(USAGE_ERROR) from exc
     if output == "json":
         sys.stdout.write(json.dumps(result.records(), default=str, ensure_ascii=False) + "\n")
@@ -262,8 +258,9 @@ def sql(
 def _print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     table = Table()
     for column in columns:
-        table.add_column(column, overflow="fold")
+        table.add_column(literal(column), overflow="fold")
     for row in rows:
-        table.add_row(*("NULL" if v is None else _num(v, 4) if isinstance(v, float) else str(v) for v in row))
+        table.add_row(*(literal("NULL" if v is None else _num(v, 4) if isinstance(v, float) else v, multiline=True)
+                        for v in row))
     _consoles.out.print(table)
     _consoles.out.print(f"{len(rows)} row(s)", highlight=False)

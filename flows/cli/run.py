@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from scorers import PREBUILT
 
 from flows.cli import app, db_path, fail
 from flows.cli.errors import config_error, label, value_error
+from flows.display import literal, shell_word
 
 if TYPE_CHECKING:
     from flows.config import EvalConfig
@@ -34,7 +34,8 @@ __all__ = ("run",)
 
 
 def _summary_table(result: Any) -> Table:
-    table = Table(title=f"run {result.run_id}" + (f" ({result.name})" if result.name else ""), title_justify="left")
+    named = (" (", result.name, ")") if result.name else ()
+    table = Table(title=literal("run ", result.run_id, *named, style="table.title"), title_justify="left")
     columns = ["scorer", "mean", "scored", "errored", "skipped", "tokens", "cost $"]
     previous = {r["scorer_id"]: r for r in (result.comparison or [])}
     if previous:
@@ -44,7 +45,8 @@ def _summary_table(result: Any) -> Table:
     for scorer, s in result.summary["scorers"].items():
         mean = "–" if s["mean"] is None else f"{s['mean']:.3f}"
         cost = "–" if s["judge_cost_usd"] is None else f"{s['judge_cost_usd']:.4f}"
-        row = [scorer, mean, str(s["scored"]), str(s["errored"]), str(s["skipped"]), str(s["judge_tokens"]), cost]
+        row: list[Any] = [literal(scorer), mean, str(s["scored"]), str(s["errored"]), str(s["skipped"]),
+                          str(s["judge_tokens"]), cost]
         if previous:
             c = previous.get(scorer)
             if c and c.get("mean_delta") is not None:
@@ -75,7 +77,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def _stop(err: Console, exc: Exception, code: int) -> NoReturn:
     """An error that is not a usage error (bad rows, the store, the run): its message as is, then exit."""
-    err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+    err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
     raise typer.Exit(code) from None
 
 
@@ -190,17 +192,17 @@ def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tu
 
     configured = configured_api_url()
     if configured:
-        err.print(f"[dim]Prefect: server {escape(configured)} (PREFECT_API_URL)[/dim]")
+        err.print(literal("Prefect: server ", configured, " (PREFECT_API_URL)", style="dim"))
         return configured, True
     try:
         if ephemeral(flag):
             err.print("[dim]Prefect: a temporary server for this run (--ephemeral, EVALDUCK_EPHEMERAL or CI)[/dim]")
             return stack.enter_context(run_scoped_server()), False
-        state = local_server(project_state_dir(), say=lambda line: err.print(escape(line), highlight=False))
+        state = local_server(project_state_dir(), say=lambda line: err.print(literal(line, multiline=True)))
     except ServeError as exc:
-        err.print(f"[red]error:[/red] could not start a local Prefect server: {escape(str(exc))}", highlight=False)
+        err.print(literal(("error:", "red"), " could not start a local Prefect server: ", str(exc), multiline=True))
         raise typer.Exit(1) from None
-    err.print(f"[dim]Prefect: server {escape(state.api_url)} (this folder's; UI at {escape(state.ui_url)})[/dim]")
+    err.print(literal("Prefect: server ", state.api_url, " (this folder's; UI at ", state.ui_url, ")", style="dim"))
     return state.api_url, True
 
 
@@ -335,8 +337,13 @@ def run(
     out.print(_summary_table(result))
     errored = sum(s["errored"] for s in result.summary["scorers"].values())
     if errored:
-        err.print(f"[yellow]{errored} cell(s) ended in error: see `evalduck show {result.run_id}`[/yellow]")
+        ref = shell_word(result.run_id) or result.run_id
+        err.print(literal(f"{errored} cell(s) ended in error: see `evalduck show ", ref, "`", style="yellow"))
     if lasting and result.flow_run_id:
-        out.print(f"[dim]flow run: {escape(ui_url_for(api_url))}/runs/flow-run/{result.flow_run_id}[/dim]")
-    out.print(f"[dim]results in {escape(result.db)}; try `evalduck show {escape(result.name or result.run_id)}`[/dim]")
+        out.print(literal("flow run: ", ui_url_for(api_url), "/runs/flow-run/", result.flow_run_id, style="dim"),
+                  soft_wrap=True)
+    # A command to paste, on one line: the run's name as a shell word, or its id when the name cannot be
+    # pasted as typed (a control character in it).
+    ref = shell_word(result.name or result.run_id) or shell_word(result.run_id) or result.run_id
+    out.print(literal("results in ", result.db, "; try `evalduck show ", ref, "`", style="dim"), soft_wrap=True)
     sys.stdout.flush()

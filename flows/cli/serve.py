@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from flows.cli import app, db_path, fail
 from flows.cli.errors import label, value_error
+from flows.display import literal
 from flows.settings import CACHE_DIR_ENV, default_cache_dir
 
 _console = Console(highlight=False, soft_wrap=True)
@@ -23,7 +23,7 @@ StateDir = Annotated[
 
 
 def _say(line: str) -> None:
-    _console.print(line)
+    _console.print(literal(line, multiline=True))
 
 
 @app.command()
@@ -71,7 +71,7 @@ def serve(
     try:
         start(options, say=_say)
     except ServeError as exc:
-        _console.print(f"[red]evalduck serve: {escape(str(exc))}[/red]")
+        _console.print(literal("evalduck serve: ", str(exc), style="red", multiline=True))
         raise typer.Exit(1) from exc
 
 
@@ -87,5 +87,5 @@ def stop(
     try:
         end((state_dir or project_dir.resolve() / ".evalduck").resolve(), say=_say)
     except ServeError as exc:
-        _console.print(f"[red]evalduck stop: {escape(str(exc))}[/red]")
+        _console.print(literal("evalduck stop: ", str(exc), style="red", multiline=True))
         raise typer.Exit(1) from exc

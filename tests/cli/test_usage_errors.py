@@ -76,7 +76,12 @@ SIMPLE = [
     # run: targets, resolved before Prefect starts
     ("target-not-importable", (*RUN, "--target", "no_such_module_xyz:answer"),
      ("--target 'no_such_module_xyz:answer': cannot import module 'no_such_module_xyz'",
-      "No module named 'no_such_module_xyz'")),
+      "No module named 'no_such_module_xyz'", "the current folder", "is on the import path, but it holds no "
+      "no_such_module_xyz.py or no_such_module_xyz/: run from the folder that holds it, or add that folder to "
+      "PYTHONPATH")),
+    ("target-given-as-a-file", (*RUN, "--target", "agents/my_agent.py:answer"),
+     ("--target 'agents/my_agent.py:answer': give the module's import name, not its file: "
+      "'agents.my_agent:answer'",)),
     ("target-no-such-function", (*RUN, "--target", "os:no_such_function"),
      ("--target 'os:no_such_function': module 'os' has no attribute 'no_such_function'",)),
     ("target-not-callable", (*RUN, "--target", "os:sep"), ("--target 'os:sep': 'sep' is not callable",)),
@@ -84,7 +89,8 @@ SIMPLE = [
      ("--target 'model:': needs a litellm model after 'model:'", "'model:openai/gpt-4o-mini'")),
     ("target-of-neither-form", (*RUN, "--target", "answer"),
      ("--target 'answer': expected 'module:function' or 'model:<litellm model>'",)),
-    ("target-with-markup", (*RUN, "--target", "a[/]b:f"), ("--target 'a[/]b:f': cannot import module 'a[/]b'",)),
+    ("target-with-markup", (*RUN, "--target", "a[b]c:f"), ("--target 'a[b]c:f': cannot import module 'a[b]c'",)),
+    ("target-with-a-closing-tag", (*RUN, "--target", "a[/]b:f"), ("--target 'a[/]b:f': give the module's import name",)),
     # run: the dataset path
     ("dataset-missing", ("run", "missing.jsonl"), ("DATASET 'missing.jsonl': no such dataset file",)),
     ("dataset-with-markup", ("run", "[bold]x[/].jsonl"), ("DATASET '[bold]x[/].jsonl': no such dataset file",)),
@@ -122,6 +128,14 @@ def test_target_module_that_fails_while_importing(work: Path) -> None:
     done = evalduck(work, "run", "data.jsonl", "--target", "broken_agent:answer", PYTHONPATH=str(work))
     usage_error(done, "--target 'broken_agent:answer': cannot import module 'broken_agent'",
                 "RuntimeError: missing API key")
+
+
+def test_target_module_in_the_current_folder_is_imported(work: Path) -> None:
+    """As the README says: `--target my_agent:fn` finds ./my_agent.py without PYTHONPATH (the attribute
+    error shows the module was imported)."""
+    (work / "my_agent.py").write_text("def answer(question):\n    return question\n")
+    usage_error(evalduck(work, "run", "data.jsonl", "--target", "my_agent:nope", PYTHONPATH=""),
+                "--target 'my_agent:nope': module 'my_agent' has no attribute 'nope'")
 
 
 def test_dataset_that_is_a_folder(work: Path) -> None:

@@ -96,3 +96,67 @@ def test_unknown_format_and_missing_file(tmp_path: Path) -> None:
     assert err.value.problem.startswith("is a folder, not a dataset file") and str(err.value).startswith(str(tmp_path))
     with pytest.raises(DatasetPathError, match="no extension to tell the dataset format by"):
         load_dataset(_write(tmp_path / "Makefile", "x"))
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("excel.csv", BOM + b"id,input,output\r\n1,What?,Yes.\r\n"),  # Excel's "CSV UTF-8"
+    ("notepad.jsonl", BOM + b'{"id": "1", "input": "What?", "output": "Yes."}\n'),
+    ("notepad.json", BOM + b'[{"id": "1", "input": "What?", "output": "Yes."}]'),
+], ids=["csv", "jsonl", "json"])
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path: Path, name: str, data: bytes) -> None:
+    (tmp_path / name).write_bytes(data)
+    (item,) = load_dataset(tmp_path / name).items
+    assert (item.item_id, item.input, item.output) == ("1", "What?", "Yes.")
+    (tmp_path / f"plain{Path(name).suffix}").write_bytes(data.removeprefix(BOM))
+    assert load_dataset(tmp_path / f"plain{Path(name).suffix}").hash == load_dataset(tmp_path / name).hash
+
+
+@pytest.mark.parametrize(("name", "data", "where"), [
+    ("latin1.jsonl", b'{"input": "ok", "output": "ok"}\n{"input": "caf\xe9", "output": "ok"}\n',
+     "line 2: not valid UTF-8 (byte 0xe9 at column 15, byte offset 46 of the file)"),
+    ("latin1.csv", BOM + b'input,output\nok,"two\nlines"\n"\xe2\x82\xac caf\xe9",ok\n',
+     "line 4: not valid UTF-8 (byte 0xe9 at column 7, byte offset 39 of the file)"),
+    ("latin1.json", b'[\n {"input": "ok"},\n {"input": "caf\xe9"}]\n',
+     "line 3: not valid UTF-8 (byte 0xe9 at column 16, byte offset 35 of the file)"),
+], ids=["jsonl", "csv", "json"])
+def test_invalid_utf8_names_file_line_and_byte(tmp_path: Path, name: str, data: bytes, where: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(DatasetError) as err:
+        load_dataset(path)
+    (problem,) = err.value.problems
+    assert problem.startswith(f"{path} {where}"), problem
+    assert "save the file as UTF-8" in problem and f"iconv -f windows-1252 -t utf-8 {name} >" in problem
+    assert ('"CSV UTF-8"' in problem) == name.endswith(".csv")
+
+
+def test_csv_errors_name_the_file_line_each_row_starts_on(tmp_path: Path) -> None:
+    path = _write(tmp_path / "d.csv", 'id,input,metadata\n1,,\n\n2,"two\nlines",\n3,,{}\n4,x,not json\n')
+    with pytest.raises(DatasetError) as err:
+        load_dataset(path)
+    assert err.value.problems == [f"{path} line 7: `metadata` must be a JSON object, got 'not json'"]
+    _write(path, 'id,input,metadata\n1,,\n\n2,"two\nlines",\n3,,{}\n')
+    with pytest.raises(DatasetError) as err:
+        load_dataset(path)
+    assert err.value.problems == [f"{path} line 2 (item '1'): missing `input`",
+                                  f"{path} line 6 (item '3'): missing `input`"]
+    assert [i.where for i in load_dataset(_write(path, 'input\n\nq1\n"q\n2"\nq3\n')).items] == [
+        f"{path} line 3", f"{path} line 4", f"{path} line 6"]
+
+
+def test_a_csv_without_an_input_column_says_so_once(tmp_path: Path) -> None:
+    path = _write(tmp_path / "d.csv", "id,question,output\n1,What?,Yes.\n2,Why?,Because.\n")
+    with pytest.raises(DatasetError) as err:
+        load_dataset(path)
+    assert err.value.problems == [f"{path} line 1: no `input` column (the columns are 'id', 'question', 'output'); "
+                                  "name the question column `input`"]
+
+
+def test_a_jsonl_syntax_error_has_its_own_column(tmp_path: Path) -> None:
+    path = _write(tmp_path / "d.jsonl", '{"input": "a"}\r\n{"input": "a", "output": "b"\r\n')
+    with pytest.raises(DatasetError) as err:
+        load_dataset(path)
+    assert str(err.value) == f"{path} line 2: not valid JSON (Expecting ',' delimiter at column 29)"

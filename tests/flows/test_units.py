@@ -60,6 +60,19 @@ def test_artifact_keys_and_comparison_markdown() -> None:
          "judge_cost_usd": None}]
 
 
+def test_comparison_markdown_shows_user_strings_as_text() -> None:
+    """A `|` or a line break in a scorer id or note stays in its cell; markdown and HTML in a name are text."""
+    rows = [{"scorer_id": "a|b\nc", "mean_a": 0.5, "mean_b": 0.5, "mean_delta": 0.0, "ci_low": 0.0, "ci_high": 0.0,
+             "n_paired": 2, "n_improved": 0, "n_regressed": 0, "warning": "run B is *running*"}]
+    text = comparison_markdown(rows, "run`a", "run-b", "<b>nightly</b> [x](http://h) # 1")
+    assert text.splitlines()[0] == r"# \<b\>nightly\</b\> \[x\]\(http://h\) \# 1: this run vs the previous one"
+    assert "Previous run ``run`a``, this run `run-b`." in text
+    (row,) = [line for line in text.splitlines() if line.startswith("| a")]
+    assert row.startswith(r"| a\|b\\nc | 0.500 |")  # shows as a|b\nc, in one cell
+    assert row.endswith(r"| run B is \*running\* |")
+    assert row.replace("\\|", "").count("|") == 10  # nine cells, none split
+
+
 def test_registry_builds_with_options_and_skips_without_judge(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EVALDUCK_JUDGE_MODEL", raising=False)
     built, skipped = build_scorers([{"id": "tone-scorer", "options": {"scale": 2}}, "answer-relevancy-scorer"])
@@ -107,6 +120,26 @@ def test_target_errors_keep_the_target_apart_from_the_problem(tmp_path: Path, mo
     assert str(err.value) == "target 'broken_agent:answer': cannot import module 'broken_agent' (RuntimeError: no key)"
     with pytest.raises(TargetError, match=r"^target 'model: ': needs a litellm model after 'model:'"):
         resolve_target("model: ")
+
+
+@pytest.mark.parametrize(("on_path", "expected"), [
+    (True, "the current folder {here} is on the import path, but it holds no no_such_agent.py or no_such_agent/"),
+    (False, "./my_agent.py is here, but the current folder is not on the import path (sys.path): add it with "
+            "PYTHONPATH=."),
+], ids=["folder-on-the-path", "folder-not-on-the-path"])
+def test_a_target_module_that_is_not_found_says_where_imports_look(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_path: bool, expected: str) -> None:
+    (tmp_path / "my_agent.py").write_text("def answer(q):\n    return q\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if p not in ("", str(tmp_path))])
+    if on_path:
+        monkeypatch.syspath_prepend(str(tmp_path))
+    spec = "no_such_agent:answer" if on_path else "my_agent:answer"
+    with pytest.raises(TargetError) as err:
+        resolve_target(spec)
+    assert expected.format(here=tmp_path) in err.value.problem
+    with pytest.raises(TargetError, match=r"give the module's import name, not its file: 'agents.my_agent:answer'"):
+        resolve_target("./agents/my_agent.py:answer")
 
 
 def test_in_memory_rows_are_reported_not_sent() -> None:
