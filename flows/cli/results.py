@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.cli import app, db_path, fail
+from flows.cli.errors import label, value_error
 from flows.display import literal
 from flows.gate import gate, rule_text
 from flows.store import RunRecord, Store, StoreError
@@ -45,9 +46,15 @@ REGRESSION = 1
 
 @contextmanager
 def _store(ctx: typer.Context) -> Iterator[Store]:
-    """The store, with store errors (unknown run, locked file, newer schema) turned into exit status 2."""
+    """The store, with store errors (unknown run, locked file, newer schema) turned into exit status 2. A
+    file that does not exist is a usage error too: reading must not leave an empty results file behind (a
+    mistyped --db made one)."""
+    path = db_path(ctx)
+    if not path.expanduser().exists():
+        fail(value_error(label(ctx, "db"), path, "no such results file (`evalduck run` creates it; check --db "
+                                                 "and EVALDUCK_DB)"), ctx)
     try:
-        yield Store(db_path(ctx))
+        yield Store(path)
     except StoreError as exc:
         _consoles.err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
         raise typer.Exit(USAGE_ERROR) from exc

@@ -174,3 +174,12 @@ def test_the_cli_gate_and_the_regression_check_agree_on_one_paired_item(tmp_path
     assert "Not gated (fewer than 2 items scored in both runs): tone-scorer" in out
     verdict = gate(comparison, 0.0)  # what regression_check applies to the same rows
     assert verdict.regressed == [] and verdict.ungated == ["tone-scorer"]
+
+
+@pytest.mark.parametrize("command", [["runs"], ["show", "latest"], ["compare", "a", "b"], ["sql", "SELECT 1"]])
+def test_reading_a_missing_results_file_is_a_usage_error_and_creates_nothing(tmp_path: Path, command: list[str]) -> None:
+    missing = tmp_path / "typo.duckdb"
+    result = runner.invoke(app, ["--db", str(missing), *command])
+    assert result.exit_code == 2, result.output
+    assert "no such results file" in result.output and "typo.duckdb" in result.output
+    assert not missing.exists()

@@ -27,9 +27,12 @@ _ENTRY = (
 
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
-    """A folder with a valid two-row dataset (`data.jsonl`); the commands run there."""
+    """A folder with a valid two-row dataset (`data.jsonl`) and an empty results file; the commands run there."""
+    from flows.store import Store
+
     rows = [{"id": "a", "input": "hi", "output": "hello"}, {"id": "b", "input": "bye", "output": "see you"}]
     (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    Store(tmp_path / "evals.duckdb")
     return tmp_path
 
 
@@ -179,6 +182,7 @@ def test_evalduck_db_is_named_when_the_path_came_from_it(work: Path) -> None:
 
 
 def test_resume_with_no_database_yet(work: Path) -> None:
+    (work / "evals.duckdb").unlink()
     usage_error(evalduck(work, "run", "data.jsonl", "--resume", "nightly"),
                 "--resume 'nightly': no run to resume:", "evals.duckdb does not exist yet")
     assert not (work / "evals.duckdb").exists()
