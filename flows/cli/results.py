@@ -190,13 +190,34 @@ def compare(
             " WHERE run_id IN (?, ?) AND status = 'scored' GROUP BY run_id",
             [a, b],
         ).rows
+    verdict = gate(rows, fail_below) if fail_below is not None else None
+    _consoles.out.print(_comparison_table(rows, a, b, verdict.regressed if verdict is not None else []))
+    if not rows:
+        _consoles.out.print("No scorer appears in both runs.")
+    for scorer, per_item in deltas.items():
+        _consoles.out.print(_item_table(scorer, per_item))
     scorers_of = {run_id: set(ids) for run_id, ids in per_run}
+    for side, run_id, other in (("A", a, b), ("B", b, a)):
+        only = sorted(scorers_of.get(run_id, set()) - scorers_of.get(other, set()))
+        if only:
+            _consoles.out.print(literal(f"Scored in run {side} only: ", ", ".join(only), " (not compared)"))
+    if verdict is None:
+        return
+    if verdict.ungated:
+        _consoles.out.print(literal("Not gated (fewer than 2 items scored in both runs): ", ", ".join(verdict.ungated)))
+    if not verdict.regressed:
+        _consoles.out.print(f"OK: no scorer's 95% upper bound on the paired delta is below -{fail_below:g}",
+                            highlight=False)
+        return
+    _consoles.err.print(literal("REGRESSION: ", ", ".join(verdict.regressed), f": {rule_text(fail_below or 0.0)}"))
+    raise typer.Exit(REGRESSION)
+
+
+def _comparison_table(rows: list[dict[str, Any]], a: str, b: str, failing: list[str]) -> Table:
     table = Table(title=literal("B = ", b, "  vs  A = ", a, style="table.title"))
     for column in ("scorer", "mean A", "mean B", "Δ (B-A)", "95% CI", "paired", "+/-/=", "errors A/B"):
         table.add_column(column, justify="left" if column == "scorer" else "right")
     table.add_column("warning", overflow="fold")
-    verdict = gate(rows, fail_below) if fail_below is not None else None
-    failing = verdict.regressed if verdict is not None else []
     for row in rows:
         ci = f"[{_num(row['ci_low'], signed=True)}, {_num(row['ci_high'], signed=True)}]"
         table.add_row(
@@ -206,31 +227,17 @@ def compare(
             f"{row['n_improved']}/{row['n_regressed']}/{row['n_unchanged']}", f"{row['n_errors_a']}/{row['n_errors_b']}",
             literal(row["warning"] or "", multiline=True),
         )
-    _consoles.out.print(table)
-    if not rows:
-        _consoles.out.print("No scorer appears in both runs.")
-    for scorer, per_item in deltas.items():
-        detail = Table(title=literal(scorer, ": worst items", style="table.title"))
-        for column in ("item", "score A", "score B", "Δ", "status A", "status B"):
-            detail.add_column(column)
-        for d in per_item:
-            detail.add_row(literal(d["item_id"]), _num(d["score_a"]), _num(d["score_b"]), _num(d["delta"], signed=True),
-                           d["status_a"] or "–", d["status_b"] or "–")
-        _consoles.out.print(detail)
-    for label, run_id, other in (("A", a, b), ("B", b, a)):
-        only = sorted(scorers_of.get(run_id, set()) - scorers_of.get(other, set()))
-        if only:
-            _consoles.out.print(literal(f"Scored in run {label} only: ", ", ".join(only), " (not compared)"))
-    if verdict is None:
-        return
-    if verdict.ungated:
-        _consoles.out.print(literal("Not gated (fewer than 2 items scored in both runs): ", ", ".join(verdict.ungated)))
-    if not failing:
-        _consoles.out.print(f"OK: no scorer's 95% upper bound on the paired delta is below -{fail_below:g}",
-                            highlight=False)
-        return
-    _consoles.err.print(literal("REGRESSION: ", ", ".join(failing), f": {rule_text(fail_below or 0.0)}"))
-    raise typer.Exit(REGRESSION)
+    return table
+
+
+def _item_table(scorer: str, per_item: list[dict[str, Any]]) -> Table:
+    detail = Table(title=literal(scorer, ": worst items", style="table.title"))
+    for column in ("item", "score A", "score B", "Δ", "status A", "status B"):
+        detail.add_column(column)
+    for d in per_item:
+        detail.add_row(literal(d["item_id"]), _num(d["score_a"]), _num(d["score_b"]), _num(d["delta"], signed=True),
+                       d["status_a"] or "–", d["status_b"] or "–")
+    return detail
 
 
 @app.command()
