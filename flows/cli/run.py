@@ -122,7 +122,7 @@ def _stop_locked(err: Console, locked: StoreLockedError, db: Path) -> NoReturn:
         stored = "what it wrote before is stored"
     line = (f"run {locked.run_id} stopped: {who} held {locked.path or db}{timeout} (EVALDUCK_DB_LOCK_TIMEOUT); "
             f"{stored}. Close that process, then finish the run with: {_resume_command(locked.run_id)}")
-    err.print(f"[red]error:[/red] {escape(line)}", highlight=False)
+    err.print(literal(("error:", "red"), " ", line), highlight=False)
     raise typer.Exit(1) from None
 
 

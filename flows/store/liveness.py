@@ -15,7 +15,11 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ("Writer", "this_writer", "writer_alive")
+import duckdb
+
+from flows.store.connection import transaction
+
+__all__ = ("Writer", "this_writer", "writer_alive", "mark_interrupted_runs")
 
 _PROC = Path("/proc")
 
@@ -85,3 +89,20 @@ def writer_alive(pid: int, host: str | None, token: str | None) -> bool | None:
     except PermissionError:  # someone else's process, alive
         return True
     return True
+
+
+def mark_interrupted_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Inside an open read-write connection (no other process can change `runs` meanwhile)."""
+    running = con.execute(
+        "SELECT run_id, writer_pid, writer_host, writer_token FROM runs WHERE status = 'running' AND writer_pid IS NOT NULL"
+    ).fetchall()
+    gone = [run_id for run_id, pid, host, token in running if writer_alive(pid, host, token) is False]
+    if gone:
+        with transaction(con):  # its end is taken as its last stored cell (or its start)
+            con.execute(
+                "UPDATE runs SET status = 'interrupted', finished_at = coalesce("
+                "(SELECT max(created_at) FROM scores WHERE scores.run_id = runs.run_id), started_at) "
+                "WHERE status = 'running' AND run_id IN (SELECT unnest(?::VARCHAR[]))",
+                [gone],
+            )
+    return gone

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -22,19 +22,17 @@ from pydantic import BaseModel
 from flows.settings import default_db_path
 from flows.store.connection import connect, transaction
 from flows.store.errors import StoreError, UnknownRunError
-from flows.store.ids import item_id as compute_item_id
-from flows.store.liveness import this_writer, writer_alive
+from flows.store.liveness import mark_interrupted_runs, this_writer
 from flows.redact import redact_urls
-from flows.store.models import JSON_SCORE_COLUMNS, SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
+from flows.store.models import SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
 from flows.store.schema import migrate
+from flows.store.upsert import ITEM_COLUMNS, item_tuples, score_tuples, to_json, upsert, utcnow
 
 __all__ = ("Store", "RunSummary", "default_db_path", "RUN_STATUSES")
 
 # `interrupted`: the store found the run `running` with its writer process gone (killed, or its machine
 # restarted); it is set on open, never by a writer.
 RUN_STATUSES = ("running", "completed", "failed", "cancelled", "interrupted")
-ITEM_COLUMNS = ("run_id", "item_id", "input", "output", "ground_truth", "request_context", "metadata", "created_at")
-_ITEM_ALIASES = {"ground_truth": ("ground_truth", "groundTruth"), "request_context": ("request_context", "requestContext")}
 
 
 def _evalduck_version() -> str | None:
@@ -42,17 +40,6 @@ def _evalduck_version() -> str | None:
         return metadata.version("evalduck")
     except metadata.PackageNotFoundError:
         return None
-
-
-_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
-
-
-def _json(value: Any) -> str | None:
-    return None if value is None else _encode(value)
-
-
-def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class RunSummary(BaseModel):
@@ -74,7 +61,7 @@ class Store:
             raise StoreError(f"{self.path}: folder {self.path.parent} does not exist")
         with self._connect() as con:
             self.migrated_from = migrate(con, str(self.path), _evalduck_version())
-            self.interrupted = _mark_interrupted(con)
+            self.interrupted = mark_interrupted_runs(con)
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -107,8 +94,8 @@ class Store:
         land in the same transaction: one file open instead of two. Credentials in URLs in `config` are
         masked (flows/redact.py).
         """
-        item_rows = _item_tuples(run_id, items)
-        stored_config = _json(redact_urls(dict(config or {})))
+        item_rows = item_tuples(run_id, items)
+        stored_config = to_json(redact_urls(dict(config or {})))
         writer = this_writer()
         with self._connect() as con, transaction(con):
             exists = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()
@@ -125,11 +112,11 @@ class Store:
                     "evalduck_version, writer_pid, writer_host, writer_token) "
                     "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
                     [
-                        run_id, name, dataset, dataset_hash, started_at or _utcnow(), stored_config, flow_run_id,
+                        run_id, name, dataset, dataset_hash, started_at or utcnow(), stored_config, flow_run_id,
                         _evalduck_version(), writer.pid, writer.host, writer.token,
                     ],
                 )
-            _upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
+            upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
 
     def mark_interrupted(self) -> list[str]:
         """Mark `interrupted` every `running` run whose writer process is certainly gone; returns their ids.
@@ -137,7 +124,7 @@ class Store:
         Opening a Store does it once; a long-lived Store can call it again.
         """
         with self._connect() as con:
-            return _mark_interrupted(con)
+            return mark_interrupted_runs(con)
 
     def finish_run(self, run_id: str, status: str) -> None:
         """Set the run's final status (`completed`, `failed` or `cancelled`) and finish time."""
@@ -148,7 +135,7 @@ class Store:
     def _set_status(self, con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:
         found = con.execute(
             "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? RETURNING run_id",
-            [status, None if status == "running" else _utcnow(), run_id],
+            [status, None if status == "running" else utcnow(), run_id],
         ).fetchall()
         if not found:
             raise UnknownRunError(f"{self.path}: no run with id {run_id!r}")
@@ -178,15 +165,15 @@ class Store:
         batch and its end are one file open. Returns (items written, cells written). The batch lands
         whole or not at all.
         """
-        item_rows = _item_tuples(run_id, items)
-        score_rows = _score_tuples(run_id, scores)
+        item_rows = item_tuples(run_id, items)
+        score_rows = score_tuples(run_id, scores)
         if status is not None:
             _check_status(status)
         elif not item_rows and not score_rows:
             return 0, 0
         with self._connect() as con, transaction(con):
-            _upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
-            _upsert(con, "scores", SCORE_COLUMNS, ("item_id", "scorer_id"), run_id, score_rows)
+            upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
+            upsert(con, "scores", SCORE_COLUMNS, ("item_id", "scorer_id"), run_id, score_rows)
             if status is not None:
                 self._set_status(con, run_id, status)
         return len(item_rows), len(score_rows)
@@ -309,80 +296,9 @@ class Store:
             return QueryResult(columns=columns, rows=[tuple(r) for r in cursor.fetchall()])
 
 
-def _mark_interrupted(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Inside an open read-write connection (no other process can change `runs` meanwhile)."""
-    running = con.execute(
-        "SELECT run_id, writer_pid, writer_host, writer_token FROM runs WHERE status = 'running' AND writer_pid IS NOT NULL"
-    ).fetchall()
-    gone = [run_id for run_id, pid, host, token in running if writer_alive(pid, host, token) is False]
-    if gone:
-        with transaction(con):  # its end is taken as its last stored cell (or its start)
-            con.execute(
-                "UPDATE runs SET status = 'interrupted', finished_at = coalesce("
-                "(SELECT max(created_at) FROM scores WHERE scores.run_id = runs.run_id), started_at) "
-                "WHERE status = 'running' AND run_id IN (SELECT unnest(?::VARCHAR[]))",
-                [gone],
-            )
-    return gone
-
-
 def _check_status(status: str) -> None:
     if status not in RUN_STATUSES:
         raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
-
-
-def _item_tuples(run_id: str, items: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
-    now = _utcnow()
-    rows: dict[str, tuple[Any, ...]] = {}
-    for item in items:
-        iid = item.get("item_id")
-        iid = compute_item_id(item) if iid is None else str(iid)
-        values = [_first(item, _ITEM_ALIASES.get(col, (col,))) for col in ITEM_COLUMNS[2:7]]
-        rows[iid] = (run_id, iid, *(_json(v) for v in values), now)
-    return list(rows.values())
-
-
-def _score_tuples(run_id: str, rows: Sequence[ScoreRow | Mapping[str, Any]]) -> list[tuple[Any, ...]]:
-    cells: dict[tuple[str, str], tuple[Any, ...]] = {}
-    for raw in rows:
-        row = raw if isinstance(raw, ScoreRow) else ScoreRow.model_validate({"run_id": run_id, **raw})
-        if row.run_id != run_id:
-            raise ValueError(f"write_scores({run_id!r}): row for item {row.item_id!r} has run_id {row.run_id!r}")
-        fields = row.__dict__
-        cells[(row.item_id, row.scorer_id)] = tuple(
-            _json(fields[col]) if col in JSON_SCORE_COLUMNS else fields[col] for col in SCORE_COLUMNS
-        )
-    return list(cells.values())
-
-
-def _upsert(
-    con: duckdb.DuckDBPyConnection,
-    table: str,
-    columns: Sequence[str],
-    keys: Sequence[str],
-    run_id: str,
-    rows: list[tuple[Any, ...]],
-) -> None:
-    """Inside the caller's transaction: stage with the appender, delete the keys replaced, insert."""
-    if not rows:
-        return
-    cols = ", ".join(columns)
-    match = " AND ".join(f"t.{key} = s.{key}" for key in keys)
-    stage = f"_evalduck_stage_{table}"
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {stage} AS SELECT {cols} FROM {table} LIMIT 0")
-    appender = con.appender(stage)
-    appender.append_rows(rows)
-    appender.flush()
-    con.execute(f"DELETE FROM {table} AS t USING {stage} AS s WHERE t.run_id = ? AND {match}", [run_id])
-    con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage}")
-    con.execute(f"DROP TABLE {stage}")
-
-
-def _first(item: Mapping[str, Any], names: Sequence[str]) -> Any:
-    for name in names:
-        if name in item:
-            return item[name]
-    return None
 
 
 def _records(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

@@ -1,173 +1,21 @@
-"""Loading and validating datasets (JSONL, JSON, CSV, Parquet, or rows in memory) into DatasetItems.
-
-The whole dataset is validated before a run starts, so a bad row fails the run before any target or judge
-call is made, with an error that names the file and line (or the row's position in memory).
-"""
+"""Dataset files read into located rows (``("data.csv line 3", {...})``): JSONL, JSON, CSV and Parquet, text as
+UTF-8 with or without a BOM, every row named by the file line it starts on."""
 
 from __future__ import annotations
 
 import codecs
 import csv
-import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
-from scorers import canonical_json, check_text_field, describe_validation
+from flows.datasets.errors import DatasetError, DatasetPathError
+from flows.datasets.rows import Dataset, validate_rows
 
-from flows.store.ids import item_ids
-
-__all__ = (
-    "DatasetError", "DatasetPathError", "DatasetItem", "Dataset", "load_dataset", "dataset_from_rows", "SUFFIXES",
-)
+__all__ = ("SUFFIXES", "load_dataset")
 
 SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
-_MAX_REPORTED = 10
-
-
-class DatasetError(ValueError):
-    """A dataset that cannot be used: every problem found, each naming its file and line (or row)."""
-
-    def __init__(self, problems: Sequence[str], *, path: str | None = None) -> None:
-        self.problems = list(problems)
-        self.path = path
-        shown = self.problems[:_MAX_REPORTED]
-        more = len(self.problems) - len(shown)
-        text = "\n".join(shown) + (f"\n... and {more} more problem(s)" if more > 0 else "")
-        super().__init__(text)
-
-
-class DatasetPathError(DatasetError):
-    """A path that names no dataset file (missing, a folder, an unknown format): the caller's mistake, not the
-    data's. ``problem`` is the message without the path."""
-
-    def __init__(self, path: Path, problem: str) -> None:
-        self.problem = problem
-        super().__init__([f"{path}: {problem}"], path=str(path))
-
-
-class _Row(BaseModel):
-    """One dataset row as users write it (camelCase, as in Mastra; snake_case is accepted too)."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    id: str | int | None = None
-    input: Any = Field(description="The question or chat messages (required).")
-    output: Any = None
-    ground_truth: Any = Field(default=None, alias="groundTruth")
-    request_context: dict[str, Any] | None = Field(default=None, alias="requestContext")
-    metadata: dict[str, Any] | None = None
-
-    @field_validator("input", "output", "ground_truth")
-    @classmethod
-    def _text_or_messages(cls, value: Any, info: ValidationInfo) -> Any:
-        """The scorers' rule (a string, a chat message or a list of them), named as the dataset spells the
-        field; one message becomes a list of one, so targets and the store see one shape."""
-        field_name = info.field_name or ""
-        check_text_field(value, cls.model_fields[field_name].alias or field_name)
-        if value is None or isinstance(value, str):
-            return value
-        return [value] if isinstance(value, Mapping) else list(value)
-
-
-_FIELDS = tuple(info.alias or name for name, info in _Row.model_fields.items())  # as users write them
-
-
-@dataclass(frozen=True, slots=True)
-class DatasetItem:
-    """A validated row. ``where`` locates it in its source ("data.jsonl line 3", "row 7")."""
-
-    item_id: str
-    input: Any
-    output: Any = None
-    ground_truth: Any = None
-    request_context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
-    where: str = ""
-
-    def store_record(self) -> dict[str, Any]:
-        """The row as ``Store.write_items`` takes it."""
-        return {
-            "item_id": self.item_id,
-            "input": self.input,
-            "output": self.output,
-            "ground_truth": self.ground_truth,
-            "request_context": self.request_context,
-            "metadata": self.metadata,
-        }
-
-    def to_row(self) -> dict[str, Any]:
-        """The row in dataset form (camelCase), e.g. to stage it to a JSONL file."""
-        row: dict[str, Any] = {"id": self.item_id, "input": self.input}
-        for key, value in (("output", self.output), ("groundTruth", self.ground_truth),
-                           ("requestContext", self.request_context), ("metadata", self.metadata)):
-            if value is not None:
-                row[key] = value
-        return row
-
-
-@dataclass(frozen=True)
-class Dataset:
-    """Validated items plus where they came from and a content hash (stored with the run)."""
-
-    items: list[DatasetItem]
-    source: str
-    hash: str
-    problems: list[str] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-
-def _validate(located: Sequence[tuple[str, Any]], source: str, *, path: str | None) -> Dataset:
-    """Validate every row, collecting every problem, then give ids; raise DatasetError if any row is bad."""
-    problems: list[str] = []
-    rows: list[tuple[str, _Row]] = []
-    for where, raw in located:
-        if not isinstance(raw, Mapping):
-            problems.append(f"{where}: a row must be an object, got {type(raw).__name__}")
-            continue
-        label = f"{where} (item {raw['id']!r})" if raw.get("id") is not None else where
-        if raw.get("input") is None:
-            problems.append(f"{label}: missing `input`")
-            continue
-        try:
-            rows.append((where, _Row.model_validate(raw)))
-        except ValidationError as exc:
-            problems.append(f"{label}: {describe_validation(exc, noun='field', known=_FIELDS)}")
-    if problems:
-        raise DatasetError(problems, path=path)
-    if not rows:
-        raise DatasetError([f"{source}: the dataset has no rows"], path=path)
-    dumped = [r.model_dump(by_alias=True, exclude_none=True) for _, r in rows]
-    ids = item_ids(dumped)
-    items = [
-        DatasetItem(
-            item_id=iid,
-            input=r.input,
-            output=r.output,
-            ground_truth=r.ground_truth,
-            request_context=r.request_context,
-            metadata=r.metadata,
-            where=where,
-        )
-        for iid, (where, r) in zip(ids, rows)
-    ]
-    digest = hashlib.sha256()
-    for row in dumped:
-        digest.update(canonical_json(row, default=str).encode("utf-8"))
-        digest.update(b"\n")
-    return Dataset(items=items, source=source, hash=digest.hexdigest())
-
-
-def dataset_from_rows(rows: Sequence[Mapping[str, Any]], source: str = "<memory>") -> Dataset:
-    """Validate rows given in memory; problems name the row's position (1-based) and id."""
-    if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
-        raise DatasetError([f"data must be a list of rows or a dataset path, got {type(rows).__name__}"])
-    return _validate([(f"row {i}", row) for i, row in enumerate(rows, 1)], source, path=None)
 
 
 # Text formats are read as UTF-8, with or without the byte order mark Excel's "CSV UTF-8" (and Notepad) write.
@@ -332,4 +180,4 @@ def load_dataset(path: str | Path) -> Dataset:
         located = list(_csv_rows(path))
     else:
         located = _parquet_rows(path)
-    return _validate(located, str(path), path=str(path))
+    return validate_rows(located, str(path), path=str(path))

@@ -1,0 +1,86 @@
+"""Rows as the store writes them: item and score tuples in column order, and the upsert of a batch (staged
+with DuckDB's appender, the replaced keys deleted, inserted: one transaction, the caller's)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import duckdb
+
+from flows.store.ids import item_id as compute_item_id
+from flows.store.models import JSON_SCORE_COLUMNS, SCORE_COLUMNS, ScoreRow
+
+__all__ = ("ITEM_COLUMNS", "item_tuples", "score_tuples", "upsert", "to_json", "utcnow")
+
+ITEM_COLUMNS = ("run_id", "item_id", "input", "output", "ground_truth", "request_context", "metadata", "created_at")
+_ITEM_ALIASES = {"ground_truth": ("ground_truth", "groundTruth"), "request_context": ("request_context", "requestContext")}
+
+
+_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def to_json(value: Any) -> str | None:
+    return None if value is None else _encode(value)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def item_tuples(run_id: str, items: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    now = utcnow()
+    rows: dict[str, tuple[Any, ...]] = {}
+    for item in items:
+        iid = item.get("item_id")
+        iid = compute_item_id(item) if iid is None else str(iid)
+        values = [_first(item, _ITEM_ALIASES.get(col, (col,))) for col in ITEM_COLUMNS[2:7]]
+        rows[iid] = (run_id, iid, *(to_json(v) for v in values), now)
+    return list(rows.values())
+
+
+def score_tuples(run_id: str, rows: Sequence[ScoreRow | Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    cells: dict[tuple[str, str], tuple[Any, ...]] = {}
+    for raw in rows:
+        row = raw if isinstance(raw, ScoreRow) else ScoreRow.model_validate({"run_id": run_id, **raw})
+        if row.run_id != run_id:
+            raise ValueError(f"write_scores({run_id!r}): row for item {row.item_id!r} has run_id {row.run_id!r}")
+        fields = row.__dict__
+        cells[(row.item_id, row.scorer_id)] = tuple(
+            to_json(fields[col]) if col in JSON_SCORE_COLUMNS else fields[col] for col in SCORE_COLUMNS
+        )
+    return list(cells.values())
+
+
+def upsert(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    columns: Sequence[str],
+    keys: Sequence[str],
+    run_id: str,
+    rows: list[tuple[Any, ...]],
+) -> None:
+    """Inside the caller's transaction: stage with the appender, delete the keys replaced, insert."""
+    if not rows:
+        return
+    cols = ", ".join(columns)
+    match = " AND ".join(f"t.{key} = s.{key}" for key in keys)
+    stage = f"_evalduck_stage_{table}"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {stage} AS SELECT {cols} FROM {table} LIMIT 0")
+    appender = con.appender(stage)
+    appender.append_rows(rows)
+    appender.flush()
+    con.execute(f"DELETE FROM {table} AS t USING {stage} AS s WHERE t.run_id = ? AND {match}", [run_id])
+    con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage}")
+    con.execute(f"DROP TABLE {stage}")
+
+
+def _first(item: Mapping[str, Any], names: Sequence[str]) -> Any:
+    for name in names:
+        if name in item:
+            return item[name]
+    return None
+
+
