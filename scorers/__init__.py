@@ -9,18 +9,7 @@ from __future__ import annotations
 
 from scorers._cache_key import canonical_json
 from scorers._context import ScorerInput, StepContext
-from scorers._errors import (
-    ConfigError,
-    EvalduckError,
-    InvalidJudgeAnswer,
-    JudgeConfigError,
-    JudgeError,
-    JudgeTransientError,
-    ScorerInputError,
-    StepResultError,
-    describe_validation,
-    error_rule,
-)
+from scorers._errors import ConfigError, EvalduckError, ScorerInputError, StepResultError, describe_validation, error_rule
 from scorers._judge import JUDGE_MODEL_ENV, JudgeSettings
 from scorers._messages import check_text_field
 from scorers._pipeline import PipelineState, RunStep, walk_steps
@@ -28,7 +17,17 @@ from scorers._result import JudgeUsage, ScorerResult, StepOutput
 from scorers._scorer import Scorer, create_scorer
 from scorers._step import JudgePrompt, Step
 from scorers._sync import run_sync
-from scorers.judge import JudgeTransport, LiteLLMTransport, complete
+from scorers.judge import (
+    InvalidJudgeAnswer,
+    JudgeConfigError,
+    JudgeError,
+    JudgeErrorKind,
+    JudgeRequestError,
+    JudgeTransientError,
+    JudgeTransport,
+    LiteLLMTransport,
+    complete,
+)
 from scorers.prebuilt import (
     PREBUILT,
     PrebuiltScorer,
@@ -64,6 +63,8 @@ __all__ = (
     "JudgeError",
     "JudgeTransientError",
     "JudgeConfigError",
+    "JudgeRequestError",
+    "JudgeErrorKind",
     "InvalidJudgeAnswer",
     "describe_validation",
     "canonical_json",
