@@ -19,7 +19,13 @@ import time
 from typing import Any
 
 import scorers
-from scorers import ScorerInput, StepContext, create_answer_relevancy_scorer, create_textual_difference_scorer, create_tone_scorer
+from scorers import (
+    ScorerInput,
+    StepContext,
+    create_answer_relevancy_scorer,
+    create_textual_difference_scorer,
+    create_tone_scorer,
+)
 from scorers._context import STEP_ORDER
 
 

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from scorers._cache_key import canonical_json
 from scorers._context import ScorerInput, StepContext
-from scorers._errors import ConfigError, EvalduckError, ScorerInputError, StepResultError, describe_validation, error_rule
+from scorers._errors import (
+    ConfigError,
+    EvalduckError,
+    ScorerInputError,
+    StepResultError,
+    describe_validation,
+    error_rule,
+)
 from scorers._judge import JUDGE_MODEL_ENV, JudgeSettings
 from scorers._messages import check_text_field
 from scorers._pipeline import PipelineState, RunStep, walk_steps

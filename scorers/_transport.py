@@ -267,7 +267,8 @@ def _no_http_answer(f: _Failure) -> JudgeError:
     innermost = f.chain[-1]
     problem = url_problem(f.settings.api_base) if f.settings.api_base else None
     if problem is not None or f.has(names=_BAD_URL_TYPES):
-        return f.config(JudgeErrorKind.BAD_URL, f"cannot use the api_base {f.base!r} ({problem or f.clip(str(innermost))})",
+        why = problem or f.clip(str(innermost))
+        return f.config(JudgeErrorKind.BAD_URL, f"cannot use the api_base {f.base!r} ({why})",
                         "give an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
     if f.has(ConnectionRefusedError):
         return f.config(JudgeErrorKind.CONNECTION_REFUSED,
@@ -281,7 +282,8 @@ def _no_http_answer(f: _Failure) -> JudgeError:
                         "check the host name in the api_base (--judge-api-base)")
     if f.has(ConnectionResetError, BrokenPipeError, names=_CLOSED_TYPES):
         return f.transient(JudgeErrorKind.CONNECTION_CLOSED,
-                           f"lost the connection before the whole answer arrived ({f.clip(_broken_body(f.chain), 200)})")
+                           "lost the connection before the whole answer arrived "
+                           f"({f.clip(_broken_body(f.chain), 200)})")
     if f.has(json.JSONDecodeError):
         return f.transient(JudgeErrorKind.INVALID_RESPONSE, "answered with an HTTP body that is not a chat "
                            f"completion (not valid JSON: {f.clip(str(innermost), 120)})")
@@ -290,7 +292,8 @@ def _no_http_answer(f: _Failure) -> JudgeError:
     detail = f.clip(f"{type(f.exc).__name__}: {f.exc}", 600)
     if isinstance(f.exc, (litellm.APIConnectionError, litellm.InternalServerError)):
         return f.transient(JudgeErrorKind.UNKNOWN, f"failed with no HTTP answer: {detail}")
-    return JudgeRequestError(f"{f.where} failed with no HTTP answer; not retried: {detail}", kind=JudgeErrorKind.UNKNOWN)
+    return JudgeRequestError(f"{f.where} failed with no HTTP answer; not retried: {detail}",
+                             kind=JudgeErrorKind.UNKNOWN)
 
 
 def _http_error(f: _Failure, status: int, said: str) -> JudgeError:
