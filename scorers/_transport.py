@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from scorers._errors import JudgeConfigError, JudgeError, JudgeErrorKind, JudgeRequestError, JudgeTransientError
 from scorers._result import JudgeUsage
@@ -32,14 +32,16 @@ __all__ = (
     "complete",
     "default_transport",
     "public_extra",
-    "public_url",
     "redact",
+    "redact_url",
     "url_problem",
 )
 
 RETRY_AFTER_CAP_S = 60.0
 _SECRET_NAME = re.compile(r"(key|token|secret|password)", re.IGNORECASE)
 _KEY_LIKE = re.compile(r"\b(sk|pk|rk|key)-[A-Za-z0-9_\-]{6,}")
+# scheme://userinfo@ (up to the last @ before the path, as URL parsers read it)
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/\s]+)@")
 
 
 @runtime_checkable
@@ -85,10 +87,11 @@ def _secrets(settings: JudgeSettings) -> list[str]:
 
 
 def redact(text: str, settings: JudgeSettings) -> str:
-    """Remove every API key we know of (settings, environment) and anything shaped like one."""
+    """Remove every API key we know of (settings, environment), anything shaped like one, and credentials
+    written into URLs."""
     for secret in _secrets(settings):
         text = text.replace(secret, "***")
-    return _KEY_LIKE.sub(lambda m: f"{m.group(1)}-***", text)
+    return redact_url(_KEY_LIKE.sub(lambda m: f"{m.group(1)}-***", text))
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -140,12 +143,15 @@ def _names(exc: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(exc).__mro__}
 
 
-def public_url(url: str) -> str:
-    """``url`` with any userinfo (``user:key@``) masked: it may hold a key."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+def redact_url(text: str) -> str:
+    """``text`` with the userinfo of every URL in it masked: ``http://u:KEY@h/v1`` -> ``http://u:***@h/v1``
+    (a bare ``https://TOKEN@host`` is masked whole). Error messages and, in flows, stored run settings."""
+    return _USERINFO.sub(_mask_userinfo, text) if "@" in text else text
+
+
+def _mask_userinfo(match: re.Match[str]) -> str:
+    user, colon, _secret = match.group("userinfo").partition(":")
+    return f"{match.group('scheme')}{user + ':' if colon else ''}***@"
 
 
 def url_problem(url: str) -> str | None:
@@ -222,7 +228,7 @@ class _Failure:
         self.exc, self.settings = exc, settings
         self.chain = _chain(exc)
         self.where = f"{label}: judge {settings.model!r}"
-        self.base = public_url(settings.api_base) if settings.api_base else "the provider's default URL"
+        self.base = redact_url(settings.api_base) if settings.api_base else "the provider's default URL"
 
     def has(self, *types: type[BaseException], names: frozenset[str] | set[str] = frozenset()) -> bool:
         """Whether any link of the cause chain is one of ``types`` or has a class named in ``names``."""

@@ -26,7 +26,7 @@ from scorers._errors import InvalidJudgeAnswer, JudgeConfigError, JudgeError, Ju
 from scorers._errors import JudgeTransientError
 from scorers._judge import JudgeSettings
 from scorers._result import JudgeUsage
-from scorers._transport import JudgeTransport, LiteLLMTransport, complete
+from scorers._transport import JudgeTransport, LiteLLMTransport, complete, redact_url
 
 __all__ = (
     "JudgeTransport",
@@ -40,4 +40,5 @@ __all__ = (
     "JudgeTransientError",
     "JudgeRequestError",
     "InvalidJudgeAnswer",
+    "redact_url",
 )

@@ -121,7 +121,7 @@ class TestClassification:
         ("htp://127.0.0.1:8000/v1", "the scheme is 'htp'"),
         ("http:///v1", "it has no host"),
         ("http://127.0.0.1:99999/v1", "Port out of range"),
-        (f"http://user:{FAKE_KEY}@127.0.0.1:9/v1", "it holds credentials"),
+        (f"http://user:{FAKE_KEY}@127.0.0.1:9/v1", "http://user:***@127.0.0.1:9/v1' (it holds credentials"),
     ])
     def test_a_bad_url_is_a_configuration_error_that_keeps_keys_out(self, api_base: str, says: str) -> None:
         error = failure(None, api_base=api_base)
