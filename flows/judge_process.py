@@ -41,7 +41,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from scorers import JudgeConfigError, JudgeSettings, JudgeTransientError, JudgeUsage, LiteLLMTransport
+from scorers import JudgeError, JudgeSettings, JudgeTransientError, JudgeUsage, LiteLLMTransport
 
 __all__ = (
     "JudgeProcess",
@@ -98,11 +98,9 @@ class JudgeProcessError(JudgeTransientError):
     """The judge process died or did not answer; transient, so the step is retried (by a new child)."""
 
 
-def _error_reply(exc: BaseException) -> tuple[str, str, float | None]:
-    if isinstance(exc, JudgeConfigError):
-        return "config", str(exc), None
-    if isinstance(exc, JudgeTransientError):
-        return "transient", str(exc), exc.retry_after
+def _error_reply(exc: BaseException) -> tuple[str, str | JudgeError, float | None]:
+    if isinstance(exc, JudgeError):  # pickled whole: its class, kind, status and retry_after cross intact
+        return "judge", exc, None
     return "other", f"{type(exc).__name__}: {exc}", None
 
 
@@ -248,12 +246,8 @@ class JudgeProcess:
                 if status == "ok":
                     future.set_result((rest[0], JudgeUsage.model_validate(rest[1])))
                     continue
-                kind, message, retry_after = rest
-                future.set_exception(
-                    JudgeConfigError(message) if kind == "config"
-                    else JudgeTransientError(message, retry_after=retry_after) if kind == "transient"
-                    else RuntimeError(message)
-                )
+                kind, message, _ = rest
+                future.set_exception(message if kind == "judge" else RuntimeError(message))
         except (EOFError, OSError):  # the child is gone: its requests are retried by a new one
             if self._loop is not None and conn is not None:
                 self._loop.remove_reader(conn.fileno())

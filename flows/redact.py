@@ -7,26 +7,12 @@ never stored in the first place.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ("MASK", "redact_url", "redact_urls")
+from scorers.judge import redact_url
 
-MASK = "***"
-# scheme://userinfo@ (up to the last @ before the path, as URL parsers read it): `user:password` keeps
-# `user`, a bare token (`https://TOKEN@host`) is masked whole.
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/\s]+)@")
-
-
-def _mask(match: re.Match[str]) -> str:
-    user, colon, _secret = match.group("userinfo").partition(":")
-    return f"{match.group('scheme')}{user + ':' if colon else ''}{MASK}@"
-
-
-def redact_url(text: str) -> str:
-    """`text` with the userinfo of every URL in it masked: `http://u:KEY@h/v1` -> `http://u:***@h/v1`."""
-    return _USERINFO.sub(_mask, text) if "@" in text else text
+__all__ = ("redact_url", "redact_urls")
 
 
 def redact_urls(value: Any) -> Any:

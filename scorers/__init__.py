@@ -12,10 +12,6 @@ from scorers._context import ScorerInput, StepContext
 from scorers._errors import (
     ConfigError,
     EvalduckError,
-    InvalidJudgeAnswer,
-    JudgeConfigError,
-    JudgeError,
-    JudgeTransientError,
     ScorerInputError,
     StepResultError,
     describe_validation,
@@ -28,7 +24,17 @@ from scorers._result import JudgeUsage, ScorerResult, StepOutput
 from scorers._scorer import Scorer, create_scorer
 from scorers._step import JudgePrompt, Step
 from scorers._sync import run_sync
-from scorers.judge import JudgeTransport, LiteLLMTransport, complete
+from scorers.judge import (
+    InvalidJudgeAnswer,
+    JudgeConfigError,
+    JudgeError,
+    JudgeErrorKind,
+    JudgeRequestError,
+    JudgeTransientError,
+    JudgeTransport,
+    LiteLLMTransport,
+    complete,
+)
 from scorers.prebuilt import (
     PREBUILT,
     PrebuiltScorer,
@@ -64,6 +70,8 @@ __all__ = (
     "JudgeError",
     "JudgeTransientError",
     "JudgeConfigError",
+    "JudgeRequestError",
+    "JudgeErrorKind",
     "InvalidJudgeAnswer",
     "describe_validation",
     "canonical_json",

@@ -17,7 +17,6 @@ __all__ = (
     "EXCLUDED_SETTINGS",
     "canonical_json",
     "hash_components",
-    "hash_text",
     "without_excluded",
 )
 
@@ -71,11 +70,7 @@ def without_excluded(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 def hash_components(components: Mapping[str, Any]) -> str:
     """sha256 hex of the components' canonical JSON, with the key format version added."""
-    return hash_text(canonical_json({"key_format": KEY_FORMAT_VERSION, **components}))
-
-
-def hash_text(text: str) -> str:
-    """sha256 hex of a key's canonical JSON text (built by ``hash_components`` or an equal fast path)."""
+    text = canonical_json({"key_format": KEY_FORMAT_VERSION, **components})
     key = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("cache key %s from %s", key, text[:2000])

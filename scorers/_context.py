@@ -6,10 +6,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from scorers._cache_key import canonical_json
 from scorers._errors import ScorerInputError, describe_validation
 from scorers._messages import check_text_field
 
@@ -31,7 +30,6 @@ class ScorerInput(BaseModel):
     ground_truth: Any = None
     request_context: dict[str, Any] | None = None
     run_id: str | None = None
-    _key_json: str | None = PrivateAttr(default=None)
 
     @field_validator("input", "output", "ground_truth")
     @classmethod
@@ -80,14 +78,6 @@ class ScorerInput(BaseModel):
             "ground_truth": self.ground_truth,
             "request_context": self.request_context,
         }
-
-    def key_json(self) -> str:
-        """``canonical_json(fields_for_key())``, computed once: every step of every scorer keys on it, and it
-        was the larger part of a code step's cache key (the run is frozen; do not mutate its
-        request_context in place)."""
-        if self._key_json is None:
-            self._key_json = canonical_json(self.fields_for_key())
-        return self._key_json
 
 
 class StepContext(BaseModel):

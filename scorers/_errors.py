@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import Any
 
 from pydantic import ValidationError
@@ -13,8 +14,10 @@ __all__ = (
     "ScorerInputError",
     "StepResultError",
     "JudgeError",
+    "JudgeErrorKind",
     "JudgeTransientError",
     "JudgeConfigError",
+    "JudgeRequestError",
     "InvalidJudgeAnswer",
     "describe_validation",
     "error_rule",
@@ -37,27 +40,78 @@ class StepResultError(EvalduckError, TypeError):
     """A step returned something that is not JSON-serialisable (or not a number for generate_score)."""
 
 
+class JudgeErrorKind(StrEnum):
+    """What happened to a judge request, as stored and shown; the class of the error says what to do."""
+
+    # JudgeConfigError: every request with these settings fails the same way.
+    CONNECTION_REFUSED = "connection_refused"  # nothing listens at api_base
+    DNS = "dns"  # the api_base host does not resolve
+    BAD_URL = "bad_url"  # api_base is not a usable http(s) URL
+    NO_API_KEY = "no_api_key"  # the client had no key to send
+    UNKNOWN_PROVIDER = "unknown_provider"  # litellm cannot tell the provider from the model string
+    AUTH = "auth"  # HTTP 401
+    FORBIDDEN = "forbidden"  # HTTP 403
+    MODEL_NOT_FOUND = "model_not_found"  # HTTP 404: the model, or the endpoint under api_base
+    # JudgeTransientError: worth retrying.
+    TIMEOUT = "timeout"
+    RATE_LIMITED = "rate_limited"  # HTTP 429
+    SERVER_ERROR = "server_error"  # HTTP 5xx, 408, 409
+    CONNECTION_CLOSED = "connection_closed"  # the connection broke before the whole answer arrived
+    INVALID_RESPONSE = "invalid_response"  # an HTTP body that is not a chat completion (e.g. truncated JSON)
+    CONNECTION_ERROR = "connection_error"  # another network failure
+    INVALID_ANSWER = "invalid_answer"  # the answer failed validation, twice (InvalidJudgeAnswer)
+    # JudgeRequestError: this request was refused; others may succeed.
+    BAD_REQUEST = "bad_request"  # HTTP 400, 422 and other 4xx
+    UNKNOWN = "unknown"
+
+
 class JudgeError(EvalduckError):
-    """A judge (LLM) call failed."""
+    """A judge (LLM) call failed. ``kind`` says what happened; ``status`` is the HTTP status the server
+    sent, None when no HTTP answer came (refused connection, bad URL, timeout, broken body)."""
+
+    default_kind = JudgeErrorKind.UNKNOWN
+
+    def __init__(self, message: str, *, kind: JudgeErrorKind | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind or self.default_kind
+        self.status = status
 
 
 class JudgeTransientError(JudgeError):
-    """Worth retrying: 429, 5xx, timeouts, connection errors, invalid answers.
+    """Worth retrying: 429, 5xx, timeouts, broken connections and bodies, invalid answers.
 
     ``retry_after`` is the server's Retry-After in seconds, when it sent one.
     """
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(message)
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        kind: JudgeErrorKind | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message, kind=kind, status=status)
         self.retry_after = retry_after
 
 
 class JudgeConfigError(JudgeError):
-    """Never worth retrying: authentication, bad request, unknown model."""
+    """A configuration error: every request with these settings fails the same way (key rejected or
+    missing, model not found, nothing listening at api_base, a bad URL, an unknown provider). Never
+    retried; an orchestrator can stop a run at the first one instead of failing every cell."""
+
+
+class JudgeRequestError(JudgeError):
+    """This request was refused (HTTP 400, 422, ...): retrying it would not help, but other requests with
+    the same settings may succeed (e.g. one item too long for the model's context)."""
+
+    default_kind = JudgeErrorKind.BAD_REQUEST
 
 
 class InvalidJudgeAnswer(JudgeTransientError):
     """The judge's answer failed validation, and so did its answer to the one repair request."""
+
+    default_kind = JudgeErrorKind.INVALID_ANSWER
 
 
 def error_rule(error: Mapping[str, Any]) -> str:

@@ -3,7 +3,6 @@ StepContext, so an orchestrator can run, cache and retry steps one by one."""
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 from collections.abc import Callable, Mapping
@@ -12,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from scorers._cache_key import KEY_FORMAT_VERSION, canonical_json, hash_text
-from scorers._context import STEP_ORDER, ScorerInput, StepContext
+from scorers._cache_key import canonical_json, hash_components
+from scorers._context import STEP_ORDER, StepContext
 from scorers._errors import ConfigError, StepResultError
 from scorers._judge import JudgeSettings, ask_judge, output_schema
 from scorers._result import StepOutput
@@ -168,28 +167,6 @@ class Step:
         steps), the run's input/output/ground_truth/request_context, earlier steps' results and, for
         generate_reason, the score. Never the run id, timeout, retries, api_base or keys.
 
-        Equal to ``hash_components(self.key_components(ctx))`` (a test holds it to that), but the text is
-        put together from parts serialised once: the step's own (per step) and the run's (per run, shared
-        by every step and scorer). A code step over a chunk computes one key per item."""
-        earlier = {name: ctx.results[name] for name in self._earlier_steps if name in ctx.results}
-        score = ctx.score if self.name == "generate_reason" else None
-        middle, tail = self._key_text_parts
-        return hash_text(
-            f'{{"earlier_results":{canonical_json(earlier)}{middle}{ctx.run.key_json()}'
-            f',"score":{canonical_json(score)}{tail}'
-        )
-
-    @functools.cached_property
-    def _earlier_steps(self) -> tuple[str, ...]:
-        return STEP_ORDER[: STEP_ORDER.index(self.name)]
-
-    @functools.cached_property
-    def _key_text_parts(self) -> tuple[str, str]:
-        """The canonical key text's fixed parts around the run, in sorted key order: earlier_results,
-        [judge], key_format, params, run | score, scorer_id, scorer_version, step."""
-        fixed = self.key_components(StepContext(run=ScorerInput(output="")))
-        judge = f',"judge":{canonical_json(fixed["judge"])}' if "judge" in fixed else ""
-        middle = f'{judge},"key_format":{canonical_json(KEY_FORMAT_VERSION)},"params":{canonical_json(fixed["params"])},"run":'
-        tail = (f',"scorer_id":{canonical_json(self.scorer_id)},"scorer_version":'
-                f'{canonical_json(self.scorer_version)},"step":{canonical_json(self.name)}}}')
-        return middle, tail
+        It is ``hash_components(self.key_components(ctx))``, serialised whole for every key: text put together
+        from parts serialised once was measured no faster within benchmark (b)'s spread (docs/benchmarks.md)."""
+        return hash_components(self.key_components(ctx))

@@ -19,11 +19,16 @@ def run_sync(coro: Coroutine[Any, Any, T], *, thread_name: str = "evalduck-run")
 
     The helper runs in a copy of the caller's contextvars, so context set before the call (progress
     sinks, judge routing, Prefect's run context) is seen inside, as it is without the helper. The
-    coroutine's exception is raised here.
+    coroutine's exception is raised here. The coroutine never runs inside an ``except`` block: there every
+    exception it raised would chain to this check's RuntimeError instead of its own cause, which the judge
+    transport reads to tell a refused connection from a broken body.
     """
     try:
         asyncio.get_running_loop()
+        loop_running = True
     except RuntimeError:
+        loop_running = False
+    if not loop_running:
         return asyncio.run(coro)
     box: dict[str, Any] = {}
     ctx = contextvars.copy_context()

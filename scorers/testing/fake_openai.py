@@ -20,19 +20,30 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import itertools
 import json
+import random
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from scorers._messages import split_sentences
 
-__all__ = ("CANARY_KEY", "FakeOpenAIServer", "Reply", "default_responder", "request_step", "split_sentences")
+__all__ = (
+    "CANARY_KEY",
+    "FAULTS",
+    "FakeOpenAIServer",
+    "FaultyOpenAIServer",
+    "Reply",
+    "default_responder",
+    "request_step",
+    "split_sentences",
+)
 
 # A recognisable fake API key: tests send it and then check it never shows in a result, log or error.
 CANARY_KEY = "sk-evalduck-canary-0123456789abcdef"
@@ -55,6 +66,8 @@ class Reply:
     raw_body: bytes | None = None
     hang_s: float = 0.0
     transform: Callable[[Request, "FakeOpenAIServer"], "Reply"] | None = None
+    cut_body_at: int | None = None  # send this many bytes of the body (Content-Length says all), then close
+    close_without_reply: bool = False
 
     @classmethod
     def text(cls, content: Any) -> "Reply":
@@ -81,6 +94,23 @@ class Reply:
     def hang(cls, seconds: float = 30.0) -> "Reply":
         """Hold the request open (past the client's timeout), then answer normally."""
         return cls(hang_s=seconds, transform=lambda req, srv: srv.respond(req))
+
+    @classmethod
+    def invalid_body(cls, body: bytes = b'{"id": "x", "choices": [ {"message": ') -> "Reply":
+        """A 200 whose HTTP body is not a chat completion (by default JSON cut short, with a Content-Length
+        that matches it), as a proxy that truncates answers sends."""
+        return cls(raw_body=body)
+
+    @classmethod
+    def truncated_body(cls, keep: int = 40) -> "Reply":
+        """The responder's 200 answer, its connection closed after ``keep`` bytes of the body (its
+        Content-Length announced all of it)."""
+        return cls(transform=lambda req, srv: replace(Reply.text(srv.responder(req)), cut_body_at=keep))
+
+    @classmethod
+    def close_connection(cls) -> "Reply":
+        """Close the connection without answering (a server that crashed mid-request)."""
+        return cls(close_without_reply=True)
 
     @classmethod
     def malformed_json(cls) -> "Reply":
@@ -307,6 +337,51 @@ class FakeOpenAIServer:
             self._closing.wait(seconds)
 
 
+# The faults FaultyOpenAIServer mixes in: none needs the client to wait (no hangs, Retry-After 0).
+FAULTS: dict[str, Callable[[], Reply]] = {
+    "rate_limit": lambda: Reply.rate_limit(retry_after=0),
+    "server_error": lambda: Reply.server_error(500),
+    "unavailable": lambda: Reply.server_error(503),
+    "invalid_body": Reply.invalid_body,
+    "truncated_body": Reply.truncated_body,
+    "closed_connection": Reply.close_connection,
+    "bad_content": Reply.malformed_json,
+}
+
+
+class FaultyOpenAIServer(FakeOpenAIServer):
+    """The fake judge answering a share of requests with a fault drawn from ``FAULTS``.
+
+    Whether a request is faulted, and how, depends only on the seed, its messages and how many times they
+    were sent before, never on arrival order, so a concurrent run sees the same faults every time. The
+    same messages are faulted at most ``max_in_a_row`` times, so a client with that many retries always
+    ends with an answer. ``injected`` counts the faults served by name.
+    """
+
+    def __init__(
+        self, *, rate: float = 0.3, seed: int = 0, max_in_a_row: int = 2, faults: Iterable[str] = tuple(FAULTS),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.rate, self.seed, self.max_in_a_row, self.faults = rate, seed, max_in_a_row, tuple(faults)
+        self.injected: collections.Counter[str] = collections.Counter()
+        self._sent: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+
+    def respond(self, req: Request) -> Reply:
+        key = hashlib.sha256(json.dumps(req.get("messages"), sort_keys=True).encode()).hexdigest()
+        with self._lock:
+            attempt = self._sent[key]
+            self._sent[key] += 1
+        draw = random.Random(f"{self.seed}:{key}:{attempt}").random()
+        if attempt >= self.max_in_a_row or draw >= self.rate:
+            return super().respond(req)
+        name = self.faults[int(draw / self.rate * len(self.faults))]
+        with self._lock:
+            self.injected[name] += 1
+        return FAULTS[name]()
+
+
 def _completion_body(req: Request, content: Any, n: int) -> bytes:
     text = content if isinstance(content, str) else json.dumps(content)
     prompt_chars = sum(len(str(m.get("content", ""))) for m in req.get("messages", []))
@@ -365,12 +440,17 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     if server._closing.is_set():
                         return
                     reply = reply.transform(req, server) if reply.transform else Reply(content=reply.content)
+                if reply.close_without_reply:
+                    self.close_connection = True
+                    return
                 body = reply.raw_body if reply.raw_body is not None else _completion_body(req, reply.content, n)
-                self._send(reply.status, body, reply.headers)
+                self._send(reply.status, body, reply.headers, cut_at=reply.cut_body_at)
             finally:
                 server._done()
 
-        def _send(self, status: int, body: bytes, headers: Iterable[tuple[str, str]] = ()) -> None:
+        def _send(
+            self, status: int, body: bytes, headers: Iterable[tuple[str, str]] = (), cut_at: int | None = None
+        ) -> None:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -378,6 +458,10 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 for key, value in headers:
                     self.send_header(key, value)
                 self.end_headers()
+                if cut_at is not None:
+                    self.wfile.write(body[:cut_at])
+                    self.close_connection = True
+                    return
                 self.wfile.write(body)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (e.g. its timeout fired during a hang)

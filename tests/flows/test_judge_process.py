@@ -14,7 +14,7 @@ import pytest
 
 from flows import run_evals
 from flows.judge_process import JudgeProcess, JudgeProcessError, leased_judge_process
-from scorers import JudgeConfigError, JudgeSettings, JudgeTransientError, JudgeTransport, LiteLLMTransport
+from scorers import JudgeConfigError, JudgeErrorKind, JudgeSettings, JudgeTransientError, JudgeTransport, LiteLLMTransport
 from scorers.testing.fake_openai import FakeOpenAIServer, Reply
 
 from flow_helpers import judge_scorer, rows
@@ -53,9 +53,11 @@ def test_errors_keep_their_class_and_retry_after(child: JudgeProcess, judge: Fak
     with pytest.raises(JudgeTransientError, match="rate limited") as info:
         _ask(child, judge)
     assert info.value.retry_after == 2.0
+    assert (info.value.kind, info.value.status) == (JudgeErrorKind.RATE_LIMITED, 429)
     judge.script(Reply.http_error(401, "Incorrect API key provided", "invalid_api_key"))
-    with pytest.raises(JudgeConfigError, match="not retried"):
+    with pytest.raises(JudgeConfigError, match="not retried") as auth:
         _ask(child, judge)
+    assert (auth.value.kind, auth.value.status) == (JudgeErrorKind.AUTH, 401)
     assert judge.request_count == 2
 
 
