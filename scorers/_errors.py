@@ -8,20 +8,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-__all__ = (
-    "EvalduckError",
-    "ConfigError",
-    "ScorerInputError",
-    "StepResultError",
-    "JudgeError",
-    "JudgeErrorKind",
-    "JudgeTransientError",
-    "JudgeConfigError",
-    "JudgeRequestError",
-    "InvalidJudgeAnswer",
-    "describe_validation",
-    "error_rule",
-)
 
 
 class EvalduckError(Exception):

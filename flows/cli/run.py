@@ -277,44 +277,56 @@ def run(
     ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's own log lines too.")] = False,
 ) -> None:
-    """Score DATASET with the scorers, store every result in DuckDB, print the summary."""
+    """Score DATASET with the scorers, store every result in DuckDB, print the summary.
+
+    \f
+    Long only by its signature: one option per RunOptions field (tests/cli/test_run_options.py)."""
     from flows.settings import apply_process_defaults, quiet_console
 
     apply_process_defaults()
     if not verbose:
         quiet_console()
-    from pydantic import ValidationError
-
-    from flows.config import EvalConfig
-
     if os.getcwd() not in sys.path:  # `--target mymod:fn` finds mymod.py here, as `python -m` would
         sys.path.insert(0, os.getcwd())
     err = Console(stderr=True, soft_wrap=True)
     out = Console(width=None if sys.stdout.isatty() else 120)
     # Every usage error is found here, in a second, before Prefect (and its local server) start.
-    try:
-        chosen: dict[str, Any] = {"scorers": list(scorer)} if scorer else {}
-        config = EvalConfig(
-            dataset=str(dataset), **chosen, target=target, target_system_prompt=system_prompt, judge_model=judge_model,
-            judge_api_base=judge_api_base, judge_rpm=judge_rpm, judge_timeout_s=judge_timeout, target_timeout_s=target_timeout,
-            concurrency=concurrency, name=name,
-            db=str(db_path(ctx)), cache_dir=str(cache_dir) if cache_dir else None, refresh=no_cache, resume=resume,
-            retries=retries, fail_fast=fail_fast, judge_process=judge_process, target_api_base=target_api_base,
-            retry_backoff_s=retry_backoff_s, chunk_size=chunk_size, progress_every=progress_every,
-        )
-    except ValidationError as exc:
-        raise config_error(ctx, exc, EvalConfig, _PARAM_OF_FIELD) from None
+    config = _config(ctx, {
+        "dataset": str(dataset), **({"scorers": list(scorer)} if scorer else {}), "target": target,
+        "target_system_prompt": system_prompt, "target_api_base": target_api_base, "target_timeout_s": target_timeout,
+        "judge_model": judge_model, "judge_api_base": judge_api_base, "judge_rpm": judge_rpm,
+        "judge_timeout_s": judge_timeout, "concurrency": concurrency, "name": name, "db": str(db_path(ctx)),
+        "cache_dir": str(cache_dir) if cache_dir else None, "refresh": no_cache, "resume": resume, "retries": retries,
+        "retry_backoff_s": retry_backoff_s, "fail_fast": fail_fast, "judge_process": judge_process,
+        "chunk_size": chunk_size, "progress_every": progress_every,
+    })
     _check_usage(ctx, err, config)
     if config.judge_process and _calls_models(config):
         from flows.judge_process import prestart
 
         prestart()
+    _print_result(out, err, *_run_on_server(ctx, err, config, ephemeral))
 
+
+def _config(ctx: typer.Context, values: dict[str, Any]) -> EvalConfig:
+    """The run's EvalConfig from the options; a bad value is a usage error naming its option."""
+    from pydantic import ValidationError
+
+    from flows.config import EvalConfig
+
+    try:
+        return EvalConfig(**values)
+    except ValidationError as exc:
+        raise config_error(ctx, exc, EvalConfig, _PARAM_OF_FIELD) from None
+
+
+def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemeral: bool) -> tuple[Any, str | None, bool]:
+    """The run, on the server this folder's runs use; its errors as one line and an exit status."""
     from flows.datasets import DatasetError
+    from flows.engine import FailFast, MisconfiguredRun
     from flows.eval_flow import run_eval_config
-    from flows.runtime import local_mode_settings
     from flows.progress import RichProgress, use_sink
-    from flows.server import ui_url_for
+    from flows.runtime import local_mode_settings
     from flows.store import StoreError, UnknownRunError
     from flows.targets import TargetError
 
@@ -322,7 +334,7 @@ def run(
         api_url, lasting = _server_for_run(err, ephemeral, stack)
         try:
             with use_sink(RichProgress(err)), _api(api_url), local_mode_settings(), _sigterm_as_interrupt():
-                result = run_eval_config(config)
+                return run_eval_config(config), api_url, lasting
         except KeyboardInterrupt as exc:  # the run recorded itself as cancelled and said how to resume
             raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
         except (DatasetError, TargetError, UnknownRunError) as exc:
@@ -331,9 +343,14 @@ def run(
             locked = _lock_error(exc)  # also behind the engine's StoreWriteError
             if locked is not None:
                 _stop_locked(err, locked, db_path(ctx))
-            if isinstance(exc, (StoreError, ValueError)):
+            if isinstance(exc, (StoreError, ValueError, FailFast, MisconfiguredRun)):
                 _stop(err, exc, 1)
             raise
+
+
+def _print_result(out: Console, err: Console, result: Any, api_url: str | None, lasting: bool) -> None:
+    from flows.server import ui_url_for
+
     out.print(_summary_table(result))
     errored = sum(s["errored"] for s in result.summary["scorers"].values())
     if errored:

@@ -6,10 +6,10 @@ batches.py (the one batcher), cells.py (a cell's row).
 
 from __future__ import annotations
 
-from flows.engine.plan import FailFast, ItemResult, RunPlan, StoreWriteError
+from flows.engine.plan import FailFast, ItemResult, MisconfiguredRun, RunPlan, StoreWriteError
 from flows.engine.run import Run
 
-__all__ = ("RunPlan", "ItemResult", "FailFast", "StoreWriteError", "execute")
+__all__ = ("RunPlan", "ItemResult", "FailFast", "MisconfiguredRun", "StoreWriteError", "execute")
 
 
 async def execute(plan: RunPlan) -> None:

@@ -17,7 +17,7 @@ from flows.registry import Skipped
 from flows.store import ScoreRow, Store
 from flows.targets import Target
 
-__all__ = ("RunPlan", "ItemResult", "ItemState", "FailFast", "StoreWriteError")
+__all__ = ("RunPlan", "ItemResult", "ItemState", "FailFast", "MisconfiguredRun", "StoreWriteError")
 
 
 class StoreWriteError(RuntimeError):
@@ -26,6 +26,12 @@ class StoreWriteError(RuntimeError):
 
 class FailFast(RuntimeError):
     """``fail_fast``: the first cell that ended in error stops the run."""
+
+
+class MisconfiguredRun(RuntimeError):
+    """A judge or model request failed the way every request of this run will (``JudgeConfigError``: a bad
+    key, an unknown model, an unreachable server, a bad URL): the run stops at the first one instead of
+    erroring every cell, one by one, for minutes."""
 
 
 class ItemResult(BaseModel):

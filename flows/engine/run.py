@@ -21,7 +21,7 @@ from scorers import PipelineState, Scorer, walk_steps
 
 from flows.engine.batches import StepBatcher
 from flows.engine.cells import cell_row, error_row
-from flows.engine.plan import FailFast, ItemResult, ItemState, RunPlan, StoreWriteError
+from flows.engine.plan import FailFast, ItemResult, ItemState, MisconfiguredRun, RunPlan, StoreWriteError
 from flows.engine.steps import StepFailed, StepRunner
 from flows.store import ResultWriter, ScoreRow
 
@@ -180,7 +180,7 @@ class Run:
             if self._callbacks:
                 await asyncio.gather(*self._callbacks, return_exceptions=True)
             status = "completed"
-        except* (FailFast, StoreWriteError) as group_exc:
+        except* (FailFast, MisconfiguredRun, StoreWriteError) as group_exc:
             first = group_exc.exceptions[0]
             raise first from first.__cause__
         finally:

@@ -13,12 +13,12 @@ from typing import Any
 
 from prefect import Task
 from prefect.states import aget_state_exception
-from scorers import RunStep, Step, StepContext, StepOutput
+from scorers import JudgeConfigError, RunStep, Step, StepContext, StepOutput
 
 from flows.datasets import DatasetItem
 from flows.engine.batches import StepBatcher
 from flows.engine.cells import error_text
-from flows.engine.plan import RunPlan
+from flows.engine.plan import MisconfiguredRun, RunPlan
 from flows.tasks import Job, RateLimiter, chunk_key, code_chunk_task, judge_step_task, run_code_step, target_task
 
 __all__ = ("StepFailed", "StepRunner", "span")
@@ -66,6 +66,7 @@ class StepRunner:
         state = await self.target_task(target.cache_key(item), item.item_id, job, return_state=True)
         if not state.is_completed():
             exc = await aget_state_exception(state)
+            self._stop_if_misconfigured(f"target {target.label}", exc)
             raise StepFailed(f"target {target.label}: {type(exc).__name__}: {exc}")
         return (await state.aresult())["output"]
 
@@ -84,13 +85,22 @@ class StepRunner:
             job = Job(lambda: step.arun(ctx, transport=self.plan.transport), self.limiter)
             state = await self.step_tasks[step.label](key, item.item_id, job, return_state=True)
             if not state.is_completed():
-                return [StepFailed(error_text(step.label, await aget_state_exception(state)))]
+                exc = await aget_state_exception(state)
+                self._stop_if_misconfigured(step.label, exc)
+                return [StepFailed(error_text(step.label, exc))]
             out = StepOutput.model_validate(await state.aresult())
             if state.name != "Cached":
                 spent.extend(u.model_dump() for u in out.usage)
             return [out]
 
         return run_step
+
+    def _stop_if_misconfigured(self, label: str, exc: BaseException) -> None:
+        if isinstance(exc, JudgeConfigError):
+            raise MisconfiguredRun(
+                f"run {self.plan.run_id} stopped at its first configuration error, which every request would "
+                f"hit: {error_text(label, exc)}. What it stored is kept; once that is fixed, `--resume "
+                f"{self.plan.run_id}` computes the rest") from exc
 
     def for_chunk(self, wheres: list[str]) -> RunStep:
         """A code-only scorer over a chunk of items: each step one (cached) task over all of them."""

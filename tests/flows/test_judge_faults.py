@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from flows import run_evals
+from flows.engine import MisconfiguredRun
 from flows.store import Store
 from scorers.testing.fake_openai import FAULTS, FakeOpenAIServer, FaultyOpenAIServer, Reply
 
@@ -58,12 +59,15 @@ def test_stored_errors_say_what_happened(
     options: dict[str, Any] = {"retries": 1, "judge_process": not in_process, **workdir, **FAST}
     refused = {"id": "answer-relevancy-scorer",
                "options": {"model": "openai/fake-judge", "api_base": _refused_base(), "timeout": 30}}
-    first = run_evals(rows(2), scorers=[refused], name="refused", **options)
-    errors = _errors(workdir["db"], first.run_id)
-    assert len(errors) == 2
-    for error in errors.values():
-        assert error is not None and "connection refused (nothing is listening there); not retried" in error
-        assert "status 500" not in error
+    with pytest.raises(MisconfiguredRun) as stopped:  # every request would be refused: the run stops at once
+        run_evals(rows(2), scorers=[refused], name="refused", **options)
+    message = str(stopped.value)
+    assert "connection refused (nothing is listening there); not retried" in message and "--resume" in message
+    assert "status 500" not in message
+    ((status, cells),) = Store(workdir["db"]).sql(
+        "SELECT status, (SELECT count(*) FROM scores WHERE scores.run_id = runs.run_id) FROM runs "
+        "WHERE name = 'refused'").rows
+    assert status == "failed" and cells < 2  # not every cell errored one by one
     with _AlwaysCut() as judge:
         second = run_evals(rows(1, "cut"), scorers=[judge_scorer(judge, timeout=30)], name="cut", **options)
         assert judge.request_count == 2  # a broken body is transient: retried once

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from flows import run_evals
-from flows.engine import FailFast
+from flows.engine import FailFast, MisconfiguredRun
 from flows.store import Store
 from scorers.testing.fake_openai import FakeOpenAIServer, Reply, default_responder
 
@@ -47,7 +47,8 @@ def test_transient_faults_are_retried_until_every_item_is_scored(
 
 
 class _Poisoned(FakeOpenAIServer):
-    """Answers 500 to every request about an item whose text says POISON, and 401 for AUTH."""
+    """Answers 503 to every request about an item whose text says POISON, 400 (a request this judge refuses,
+    e.g. one too long for it) for REFUSED, and 401 (a bad key: every request would get it) for AUTH."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -57,6 +58,8 @@ class _Poisoned(FakeOpenAIServer):
         text = str(req.get("messages"))
         if not self.healed and "POISON" in text:
             return Reply.server_error(503)
+        if not self.healed and "REFUSED" in text:
+            return Reply.http_error(400, "This model's maximum context length is exceeded", "context_length_exceeded")
         if not self.healed and "AUTH" in text:
             return Reply.http_error(401, "Incorrect API key provided", "invalid_api_key")
         return Reply.text(default_responder(req))
@@ -68,7 +71,7 @@ def test_failing_item_is_an_error_the_run_goes_on_and_resume_fixes_it(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-key-for-tests")
     data = rows(4)
     data[1]["output"] = "POISON answer."
-    data[2]["output"] = "AUTH answer."
+    data[2]["output"] = "REFUSED answer."
     with _Poisoned() as judge:
         seen: list[str] = []
         first = run_evals(data, scorers=[judge_scorer(judge), "tone-scorer"], retries=3, name="poison",
@@ -79,11 +82,11 @@ def test_failing_item_is_an_error_the_run_goes_on_and_resume_fixes_it(
         assert first.summary["scorers"]["tone-scorer"]["scored"] == 4
         cells = _cells(workdir["db"], first.run_id)
         assert cells["q-1"][0] == "error" and "503" in (cells["q-1"][1] or "")
-        assert cells["q-2"][0] == "error" and "401" in (cells["q-2"][1] or "")
+        assert cells["q-2"][0] == "error" and "400" in (cells["q-2"][1] or "")
         poison = [r for r in judge.requests if "POISON" in str(r["messages"])]
-        auth = [r for r in judge.requests if "AUTH" in str(r["messages"])]
+        auth = [r for r in judge.requests if "REFUSED" in str(r["messages"])]
         assert len(poison) == 1 + 3  # first try + 3 retries of a transient error
-        assert len(auth) == 1  # an authentication error is never retried
+        assert len(auth) == 1  # a refused request is never retried
         assert first.scores["answer-relevancy-scorer"] == 1.0  # the mean is over scored items only
 
         judge.healed = True
@@ -94,15 +97,27 @@ def test_failing_item_is_an_error_the_run_goes_on_and_resume_fixes_it(
         assert resumed.summary["scorers"]["answer-relevancy-scorer"]["scored"] == 4
         # only the two errored cells ran: 3 judge steps each (the other items' cells were complete)
         assert judge.request_count == 6
-        assert {str(r["messages"]).count("POISON") > 0 or "AUTH" in str(r["messages"])
+        assert {str(r["messages"]).count("POISON") > 0 or "REFUSED" in str(r["messages"])
                 for r in judge.requests} == {True}
 
 
 def test_fail_fast_stops_the_run(workdir: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-key-for-tests")
     data = rows(3)
-    data[0]["output"] = "AUTH answer."
-    with _Poisoned() as judge, pytest.raises(FailFast, match="401"):
+    data[0]["output"] = "REFUSED answer."
+    with _Poisoned() as judge, pytest.raises(FailFast, match="400"):
         run_evals(data, scorers=[judge_scorer(judge)], fail_fast=True, name="ff", **workdir, **FAST)
     status = Store(workdir["db"]).sql("SELECT status FROM runs WHERE name = 'ff'").rows
     assert status == [("failed",)]
+
+
+def test_a_configuration_error_stops_the_run_at_once(workdir: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 401 would hit every request: the run stops at the first one (failed, what it stored kept), rather
+    than erroring every cell one by one; the error names the remedy and the --resume."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-key-for-tests")
+    data = [{**row, "output": f"AUTH {row['output']}"} for row in rows(20)]
+    with _Poisoned() as judge, pytest.raises(MisconfiguredRun, match=r"HTTP 401.*--resume") as stopped:
+        run_evals(data, scorers=[judge_scorer(judge), "tone-scorer"], name="badkey", **workdir, **{**FAST, "concurrency": 2})
+    assert judge.request_count <= 3  # the items in flight when it stopped, not 20 x 3 steps
+    ((run_id, status),) = Store(workdir["db"]).sql("SELECT run_id, status FROM runs WHERE name = 'badkey'").rows
+    assert status == "failed" and run_id in str(stopped.value)
