@@ -201,10 +201,12 @@ def run(
 ) -> None:
     """Score DATASET with the scorers, store every result in DuckDB, print the summary."""
     from flows.prefect_env import apply_defaults, quiet_console
+    from flows.warm import child as warm_child
 
     apply_defaults()
     if not verbose:
-        quiet_console()
+        quiet_console(imported_before=warm_child.active())
+    warm_child.refresh_prefect()  # forked by the warm starter: Prefect's settings from this run's environment
     from pydantic import ValidationError
 
     from flows.config import EvalConfig
