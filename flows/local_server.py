@@ -113,7 +113,7 @@ def local_server(state_dir: Path, say: Callable[[str], None], timeout: float = 1
     with the folder's warm starter (started too when it is missing), for the runs that follow."""
     state = recorded_server(state_dir)
     if state is not None:
-        return ensure_starter(state_dir, state)
+        return ensure_starter(state_dir, state, after=os.getpid())
     kept = _clear_stale(state_dir, say)
     port = _free_port()
     api_url = f"http://{HOST}:{port}/api"
@@ -131,7 +131,7 @@ def local_server(state_dir: Path, say: Callable[[str], None], timeout: float = 1
         stop_server(process.pid)
         (state_dir / "serve.json").unlink(missing_ok=True)
         raise
-    state = ensure_starter(state_dir, state)
+    state = ensure_starter(state_dir, state, after=os.getpid())
     say(f"Started a local Prefect server for this folder at {state.ui_url} (pid {process.pid}), and a warm "
         "starter for the next runs; later runs reuse both. `evalduck stop` ends them; --ephemeral runs "
         "without them.")

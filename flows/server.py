@@ -148,8 +148,11 @@ def start_server(host: str, port: int, log: Path, env: Mapping[str, str] | None 
         )
 
 
-def start_starter(state_dir: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Start the folder's warm starter in a session of its own; it logs to ``warm.log`` in ``state_dir``.
+def start_starter(
+    state_dir: Path, env: Mapping[str, str] | None = None, after: int | None = None
+) -> subprocess.Popen[bytes]:
+    """Start the folder's warm starter in a session of its own; it logs to ``warm.log`` in ``state_dir``
+    and, given ``after`` (a run's pid), imports its preloads only once that run has ended.
 
     Its environment is this process's (plus ``env``): the variables fixed at its start (PYTHONPATH...) are
     the ones a run must share to be forked from it (flows/warm/wire.py)."""
@@ -160,19 +163,22 @@ def start_starter(state_dir: Path, env: Mapping[str, str] | None = None) -> subp
     starter_env = {**os.environ, **QUIET_ENV, **(env or {})}
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-P", "-m", MARKER, str(state_dir)], stdin=subprocess.DEVNULL, stdout=out,
+            [sys.executable, "-P", "-m", MARKER, str(state_dir), *(["--after", str(after)] if after else [])],
+            stdin=subprocess.DEVNULL, stdout=out,
             stderr=subprocess.STDOUT, env=starter_env, start_new_session=True,
         )
 
 
-def ensure_starter(state_dir: Path, state: ServeState, env: Mapping[str, str] | None = None) -> ServeState:
+def ensure_starter(
+    state_dir: Path, state: ServeState, env: Mapping[str, str] | None = None, after: int | None = None
+) -> ServeState:
     """``state`` with a live warm starter: the recorded one, else one started now (and recorded)."""
     from flows.warm.starter import MARKER
     from flows.warm.wire import socket_path
 
     if state.starter_pid is not None and is_alive(state.starter_pid, MARKER):
         return state
-    process = start_starter(state_dir, env)
+    process = start_starter(state_dir, env, after)
     state = state.model_copy(update={"starter_pid": process.pid, "starter_socket": str(socket_path(state_dir))})
     write_state(state_dir, state)
     return state

@@ -1,7 +1,7 @@
 """The warm starter process: import what every run imports, then fork one child per request.
 
 Started in the background next to the folder's Prefect server (flows/local_server.py, flows/server.py) as
-``python -P -m flows.warm.starter STATE_DIR``; recorded in the folder's state file; ended by `evalduck stop`
+``python -P -m flows.warm.starter STATE_DIR [--after PID]``; recorded in the folder's state file; ended by `evalduck stop`
 (SIGTERM). It runs one thread and one selector loop: the listening socket, one socket per running client
 and one pidfd per child. A child is forked only from that single thread with nothing else running, so it
 inherits no lock held by another thread. The user's code (a target module, custom scorers, the dataset) is
@@ -202,6 +202,7 @@ class Starter:
         record = _Child(pid, pidfd, None if judge else conn)
         self.children[pid] = record
         self.selector.register(pidfd, selectors.EVENT_READ, ("exited", record))
+        _log(f"forked {'a judge child' if judge else 'a run child'} {pid} ({message.get('kind')})")
         if not judge:
             self.selector.register(conn, selectors.EVENT_READ, ("client", record))
         return pid
@@ -276,15 +277,12 @@ def _preload() -> None:
     _log(f"preloaded {len(PRELOADS)} modules in {time.monotonic() - started:.1f} s")
 
 
-def _after_parent(limit_s: float = 300.0) -> None:
-    """Wait for the process that started this one (a run, `evalduck serve`) to end, within a limit: the
-    preloads take ~5-10 s of CPU, which on a small machine would slow that run down; the next run needs
-    them, not this one."""
-    if os.getppid() == 1:
-        return
+def _after(pid: int, limit_s: float = 300.0) -> None:
+    """Wait for the run that started this starter to end, within a limit: the preloads take ~5-10 s of CPU,
+    which on a small machine would slow that run down; the next run needs them, not this one."""
     try:
-        pidfd = os.pidfd_open(os.getppid())
-    except OSError:
+        pidfd = os.pidfd_open(pid)
+    except OSError:  # already gone
         return
     select.select([pidfd], [], [], limit_s)
     os.close(pidfd)
@@ -293,7 +291,8 @@ def _after_parent(limit_s: float = 300.0) -> None:
 def main(argv: list[str] | None = None) -> NoReturn:
     args = sys.argv[1:] if argv is None else argv
     state_dir = Path(args[0]).resolve()
-    _after_parent()
+    if len(args) == 3 and args[1] == "--after":
+        _after(int(args[2]))
     starter = Starter(state_dir)  # the fingerprint is taken before the imports it stands for
     _preload()
     threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
