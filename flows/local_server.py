@@ -10,7 +10,8 @@ here, and the runs never show in a UI. So `evalduck run` uses, in order:
    own, recorded in that state file (pid, port, PREFECT_HOME), and left running for the next runs until
    `evalduck stop`.
 
-With ``CI`` set, ``--ephemeral`` or ``EVALDUCK_EPHEMERAL=1`` a CLI run gets a temporary server of its own
+Steps 2 and 3 also make sure the folder has a live warm starter (flows/warm/starter.py), recorded in the same
+file, which later runs are forked from. With ``CI`` set, ``--ephemeral`` or ``EVALDUCK_EPHEMERAL=1`` a CLI run gets a temporary server of its own
 (``run_scoped_server``) and leaves nothing behind. ``run_evals`` (the Python API) reuses a healthy server of step 2 and never starts
 one by itself: a library call should not leave a process behind.
 """
