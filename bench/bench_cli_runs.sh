@@ -3,6 +3,8 @@
 # demo dataset four times in a fresh folder (the first starts the folder's Prefect server), twice with
 # EVALDUCK_EPHEMERAL=1 (Prefect's temporary server), then a judge-bound run (200 items, fake judge with 1 s
 # latency in another process, concurrency 16) three times and once ephemeral. Wall time of each process.
+# A demo run starts right after the previous one; the folder's warm starter (flows/warm/) imports its
+# preloads once the run that started it has ended, so the second demo run may still run in-process.
 #   bash bench/bench_cli_runs.sh
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
@@ -34,4 +36,5 @@ URL="$(head -1 judge_url.txt)"
 ARGS=(run judge200.jsonl -s answer-relevancy-scorer --judge-model openai/fake-judge --judge-api-base "$URL" --concurrency 16 --no-cache --name j)
 for i in 1 2 3; do /usr/bin/time -f "judge-bound run $i: %e s (floor 39 s)" "$E" "${ARGS[@]}" >/dev/null 2>err.txt; tail -1 err.txt; done
 EVALDUCK_EPHEMERAL=1 /usr/bin/time -f "judge-bound, temporary server: %e s" "$E" "${ARGS[@]}" >/dev/null 2>err.txt; tail -1 err.txt
+echo "runs forked by the warm starter: $(grep -c '(cli)' .evalduck/warm.log 2>/dev/null || echo 0)"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

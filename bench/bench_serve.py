@@ -3,7 +3,8 @@
 Phases of `flows.server.serve` on a fresh PREFECT_HOME (server start to /api/health, work pool,
 `prefect deploy --all`, worker start), then `--runs` runs of the `demo` deployment created through the
 API as the UI's Run button does (created -> Running = worker pickup + process start + imports;
-Running -> Completed = the eval itself), then `stop`. Results go to docs/benchmarks.md by hand.
+Running -> Completed = the eval itself), then `stop`. With a warm starter (this code) the runs begin once it
+has finished its imports, and the script says how many flow runs it forked. Results go to docs/benchmarks.md by hand.
 
     .venv/bin/python bench/bench_serve.py [--runs 3] [--worker-query-seconds 1]
 """
@@ -80,6 +81,14 @@ def main() -> None:
         for label, at in marks:
             print(f"{at:7.1f} s  (+{at - previous:5.1f})  {label}")
             previous = at
+        warm_log = options.state_dir / "warm.log"
+        if state.starter_pid is not None:  # let the warm starter finish its imports, as a user's first click would
+            waited = time.monotonic()
+            while "listening on" not in (warm_log.read_text() if warm_log.exists() else ""):
+                if time.monotonic() - waited > 180:
+                    raise SystemExit(f"the warm starter did not listen within 180 s: {warm_log}")
+                time.sleep(0.2)
+            print(f"warm starter ready {time.monotonic() - start:.1f} s after serve began")
         with httpx.Client(base_url=state.api_url, timeout=30) as client:
             (deployment,) = client.post("/deployments/filter", json={"deployments": {"name": {"any_": ["demo"]}}}).json()
             timings = [time_run(client, deployment["id"]) for _ in range(args.runs)]
@@ -87,6 +96,8 @@ def main() -> None:
         print(f"demo run x{args.runs}: created->Running median {statistics.median(pickups):.1f} s "
               f"(all {', '.join(f'{p:.1f}' for p in pickups)}); Running->Completed median "
               f"{statistics.median(evals):.1f} s (all {', '.join(f'{e:.1f}' for e in evals)})")
+        forked = warm_log.read_text().count("(engine)") if warm_log.exists() else 0
+        print(f"flow runs forked by the warm starter: {forked} of {args.runs}")
     finally:
         t0 = time.monotonic()
         stop(options.state_dir, say=print)

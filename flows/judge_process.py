@@ -36,7 +36,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -169,13 +169,23 @@ def _child_command(fd: int) -> list[str]:
     return [sys.executable, "-P", "-c", code]  # -P: no working directory on sys.path
 
 
+def popen_child(child: socket.socket, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A new interpreter running ``child_main`` on ``child``."""
+    return subprocess.Popen(_child_command(child.fileno()), pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, env=env)
+
+
+# How a child is started. A run forked by the warm starter (flows/warm/child.py) replaces it with a request
+# to the starter, which forks a child with litellm already imported; anything with Popen's poll/wait/kill.
+start_child: Callable[[socket.socket, dict[str, str]], Any] = popen_child
+
+
 class JudgeProcess:
     """One child and its pipe; a ``scorers.judge.JudgeTransport`` (its ``request`` sends one request to
     the child, which runs it with ``LiteLLMTransport``)."""
 
     def __init__(self) -> None:
         self._conn: Connection | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: Any = None  # a subprocess.Popen, or what ``start_child`` gives
         self._loop: asyncio.AbstractEventLoop | None = None
         self._futures: dict[int, asyncio.Future[Any]] = {}
         self._ids = itertools.count()
@@ -191,9 +201,7 @@ class JudgeProcess:
         env = dict(os.environ)
         env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         try:
-            self._proc = subprocess.Popen(
-                _child_command(child.fileno()), pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, env=env
-            )
+            self._proc = start_child(child, env)
         finally:
             child.close()
         self._conn = Connection(parent.detach())

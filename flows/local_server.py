@@ -10,7 +10,8 @@ here, and the runs never show in a UI. So `evalduck run` uses, in order:
    own, recorded in that state file (pid, port, PREFECT_HOME), and left running for the next runs until
    `evalduck stop`.
 
-With ``CI`` set, ``--ephemeral`` or ``EVALDUCK_EPHEMERAL=1`` a CLI run gets a temporary server of its own
+Steps 2 and 3 also make sure the folder has a live warm starter (flows/warm/starter.py), recorded in the same
+file, which later runs are forked from. With ``CI`` set, ``--ephemeral`` or ``EVALDUCK_EPHEMERAL=1`` a CLI run gets a temporary server of its own
 (``run_scoped_server``) and leaves nothing behind. ``run_evals`` (the Python API) reuses a healthy server of step 2 and never starts
 one by itself: a library call should not leave a process behind.
 """
@@ -27,17 +28,20 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from flows.folder import EPHEMERAL_ENV, STATE_DIR_ENV, ephemeral, project_state_dir
 from flows.server import (
     DEFAULT_PORT,
     ServeError,
     ServeState,
     child_env,
+    ensure_starter,
     is_alive,
     is_healthy,
     prefect_home,
     read_state,
     start_server,
     stop_server,
+    stop_starter,
     ui_url_for,
     wait_healthy,
     write_state,
@@ -54,21 +58,7 @@ __all__ = (
     "run_scoped_server",
 )
 
-EPHEMERAL_ENV = "EVALDUCK_EPHEMERAL"
-STATE_DIR_ENV = "EVALDUCK_STATE_DIR"
 HOST = "127.0.0.1"
-
-
-def ephemeral(flag: bool = False) -> bool:
-    """Whether a run uses a temporary server of its own: ``--ephemeral``, EVALDUCK_EPHEMERAL=1, or CI set."""
-    value = os.environ.get(EPHEMERAL_ENV, "").strip().lower()
-    return flag or value in {"1", "true", "yes"} or bool(os.environ.get("CI"))
-
-
-def project_state_dir(project: Path | None = None) -> Path:
-    """``$EVALDUCK_STATE_DIR``, else ``.evalduck`` in the project folder (the working directory)."""
-    configured = os.environ.get(STATE_DIR_ENV)
-    return Path(configured).resolve() if configured else (project or Path.cwd()).resolve() / ".evalduck"
 
 
 def _ours_and_healthy(state: ServeState | None) -> bool:
@@ -98,33 +88,42 @@ def _free_port(preferred: int = DEFAULT_PORT) -> int:
     raise ServeError(f"no free port on {HOST}")
 
 
-def _clear_stale(state_dir: Path, say: Callable[[str], None]) -> None:
-    """A record whose server is gone, hung or not ours: stop what is still ours, forget the record."""
+def _clear_stale(state_dir: Path, say: Callable[[str], None]) -> ServeState | None:
+    """A record whose server is gone, hung or not ours: stop what is still ours, forget the record.
+
+    The warm starter that forked this very run is kept (stopping it would end this run); returned so that
+    the new record names it."""
     try:
         state = read_state(state_dir)
     except ServeError as exc:  # unreadable: nothing of ours can be trusted from it
         say(f"ignoring {state_dir / 'serve.json'}: {exc}")
         state = None
     if state is not None and state.worker_pid is not None and is_alive(state.worker_pid, "worker"):
-        return  # `evalduck serve`'s worker is still there: its record is for `evalduck stop` to end
+        return None  # `evalduck serve`'s worker is still there: its record is for `evalduck stop` to end
+    mine = state is not None and state.starter_pid == os.getppid()
+    if state is not None and state.starter_pid is not None and not mine:
+        stop_starter(state.starter_pid)
     if state is not None and state.server_pid is not None and is_alive(state.server_pid, "server"):
         say(stop_server(state.server_pid) + " (it did not answer its health check)")
     (state_dir / "serve.json").unlink(missing_ok=True)
+    return state if mine else None
 
 
 def local_server(state_dir: Path, say: Callable[[str], None], timeout: float = 180.0) -> ServeState:
-    """The folder's local server: the recorded one when it answers, else one started now and recorded."""
+    """The folder's local server: the recorded one when it answers, else one started now and recorded;
+    with the folder's warm starter (started too when it is missing), for the runs that follow."""
     state = recorded_server(state_dir)
     if state is not None:
-        return state
-    _clear_stale(state_dir, say)
+        return ensure_starter(state_dir, state, after=os.getpid())
+    kept = _clear_stale(state_dir, say)
     port = _free_port()
     api_url = f"http://{HOST}:{port}/api"
     log = state_dir / "server.log"
     process = start_server(HOST, port, log)
     state = ServeState(
         api_url=api_url, ui_url=ui_url_for(api_url), server_pid=process.pid, project_dir=str(Path.cwd()),
-        prefect_home=prefect_home(),
+        prefect_home=prefect_home(), starter_pid=kept.starter_pid if kept else None,
+        starter_socket=kept.starter_socket if kept else None,
     )
     write_state(state_dir, state)
     try:
@@ -133,8 +132,10 @@ def local_server(state_dir: Path, say: Callable[[str], None], timeout: float = 1
         stop_server(process.pid)
         (state_dir / "serve.json").unlink(missing_ok=True)
         raise
-    say(f"Started a local Prefect server for this folder at {state.ui_url} (pid {process.pid}); later runs "
-        "reuse it. `evalduck stop` ends it; --ephemeral runs without it.")
+    state = ensure_starter(state_dir, state, after=os.getpid())
+    say(f"Started a local Prefect server for this folder at {state.ui_url} (pid {process.pid}), and a warm "
+        "starter for the next runs; later runs reuse both. `evalduck stop` ends them; --ephemeral runs "
+        "without them.")
     return state
 
 

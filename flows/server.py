@@ -8,6 +8,7 @@ and is recorded by process id in a state file; `stop` ends only what that file n
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -16,11 +17,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
+from flows.folder import STATE_DIR_ENV
 from flows.settings import CACHE_DIR_ENV, DB_ENV
 
 if TYPE_CHECKING:
@@ -50,6 +52,8 @@ class ServeState(BaseModel):
     ui_url: str
     server_pid: int | None = Field(None, description="None when an already running server was reused")
     worker_pid: int | None = None
+    starter_pid: int | None = Field(None, description="the warm starter's (flows/warm/starter.py)")
+    starter_socket: str | None = Field(None, description="the unix socket the warm starter listens on")
     work_pool: str = WORK_POOL
     db_path: str | None = Field(None, description="the worker's results file; None for a server `run` started")
     project_dir: str
@@ -144,6 +148,51 @@ def start_server(host: str, port: int, log: Path, env: Mapping[str, str] | None 
         )
 
 
+def start_starter(
+    state_dir: Path, env: Mapping[str, str] | None = None, after: int | None = None
+) -> subprocess.Popen[bytes]:
+    """Start the folder's warm starter in a session of its own; it logs to ``warm.log`` in ``state_dir``
+    and, given ``after`` (a run's pid), imports its preloads only once that run has ended.
+
+    Its environment is this process's (plus ``env``): the variables fixed at its start (PYTHONPATH...) are
+    the ones a run must share to be forked from it (flows/warm/wire.py)."""
+    from flows.warm.starter import MARKER
+
+    log = state_dir / "warm.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    starter_env = {**os.environ, **QUIET_ENV, **(env or {})}
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-P", "-m", MARKER, str(state_dir), *(["--after", str(after)] if after else [])],
+            stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT, env=starter_env, start_new_session=True,
+        )
+
+
+def ensure_starter(
+    state_dir: Path, state: ServeState, env: Mapping[str, str] | None = None, after: int | None = None
+) -> ServeState:
+    """``state`` with a live warm starter: the recorded one, else one started now (and recorded)."""
+    from flows.warm.starter import MARKER
+    from flows.warm.wire import socket_path
+
+    if state.starter_pid is not None and is_alive(state.starter_pid, MARKER):
+        return state
+    process = start_starter(state_dir, env, after)
+    state = state.model_copy(update={"starter_pid": process.pid, "starter_socket": str(socket_path(state_dir))})
+    write_state(state_dir, state)
+    return state
+
+
+def stop_starter(pid: int) -> str:
+    """SIGTERM (it ends at once; the runs it forked die with it), SIGKILL after 5 s."""
+    from flows.warm.starter import MARKER
+
+    if not is_alive(pid, MARKER):
+        return f"the warm starter (pid {pid}) was not running"
+    return _escalate(pid, "the warm starter", [(lambda: _signal_group(pid, signal.SIGTERM), 5.0, "")])
+
+
 def ui_api_url(base_url: str) -> str | None:
     """The API URL the browser UI will call, as the server announces it."""
     try:
@@ -169,20 +218,36 @@ def _client(api_url: str) -> Iterator[SyncPrefectClient]:
         raise ServeError(f"the Prefect API at {api_url} refused {exc.request.url.path}: {exc}{hint}") from exc
 
 
-def ensure_work_pool(api_url: str, name: str = WORK_POOL) -> bool:
-    """Create the process work pool unless it exists; True when it was created."""
-    from prefect.client.schemas.actions import WorkPoolCreate
-    from prefect.exceptions import ObjectNotFound
+def flow_run_command() -> str:
+    """What the worker runs for a flow run: the warm starter's client (flows/warm/flow_run.py), which falls
+    back to Prefect's own `python -m prefect.engine`, with this environment's interpreter."""
+    return shlex.join([sys.executable, "-m", "flows.warm.flow_run"])
+
+
+def _job_template() -> dict[str, Any]:
     from prefect.workers.process import ProcessWorker
 
+    template = ProcessWorker.get_default_base_job_template()
+    template["variables"]["properties"]["command"]["default"] = flow_run_command()
+    return template
+
+
+def ensure_work_pool(api_url: str, name: str = WORK_POOL) -> bool:
+    """Create the process work pool unless it exists, with ``flow_run_command`` as its default command (an
+    existing pool of that name gets it too); True when it was created."""
+    from prefect.client.schemas.actions import WorkPoolCreate, WorkPoolUpdate
+    from prefect.exceptions import ObjectNotFound
+
+    template = _job_template()
     with _client(api_url) as client:
         try:
-            client.read_work_pool(name)
-            return False
+            pool = client.read_work_pool(name)
         except ObjectNotFound:
-            template = ProcessWorker.get_default_base_job_template()
             client.create_work_pool(WorkPoolCreate(name=name, type="process", base_job_template=template))
             return True
+        if pool.base_job_template != template:
+            client.update_work_pool(name, WorkPoolUpdate(base_job_template=template))
+        return False
 
 
 def wait_worker_online(
@@ -345,9 +410,10 @@ def worker_env(options: ServeOptions) -> dict[str, str]:
     """The environment of the worker, inherited by every flow run it starts.
 
     The DuckDB file and the step cache folder are absolute paths into the project, the same ones
-    `evalduck run` uses from the project folder, so UI, scheduled and CLI runs share rows and cache.
+    `evalduck run` uses from the project folder, so UI, scheduled and CLI runs share rows and cache; the
+    state folder is where a flow run finds the warm starter (flows/warm/flow_run.py).
     """
-    return {DB_ENV: str(options.db_path), CACHE_DIR_ENV: str(options.cache_dir)}
+    return {DB_ENV: str(options.db_path), CACHE_DIR_ENV: str(options.cache_dir), STATE_DIR_ENV: str(options.state_dir)}
 
 
 def _reusable(state: ServeState | None) -> bool:
@@ -412,7 +478,7 @@ def serve(options: ServeOptions, say: Callable[[str], None] = print) -> ServeSta
     previous = read_state(options.state_dir)
     if _reusable(previous) and previous is not None:
         say(f"evalduck is already serving: worker pid {previous.worker_pid}, UI at {previous.ui_url}")
-        return previous
+        return ensure_starter(options.state_dir, previous, options.extra_env)
     if previous is not None and previous.worker_pid is not None and is_alive(previous.worker_pid, "worker"):
         # Its server is gone; a fresh worker is started below, so this one must not be left orphaned.
         say(stop_worker(previous.worker_pid))
@@ -428,7 +494,10 @@ def serve(options: ServeOptions, say: Callable[[str], None] = print) -> ServeSta
     since = datetime.now(UTC) - timedelta(seconds=2)
     worker = start_worker(api_url, options.project_dir, worker_log, {**options.extra_env, **worker_env(options)})
     state = _state(options, api_url, server_pid, worker.pid)
+    if previous is not None:  # a warm starter a run started for this folder serves the worker's runs too
+        state = state.model_copy(update={"starter_pid": previous.starter_pid, "starter_socket": previous.starter_socket})
     write_state(options.state_dir, state)
+    state = ensure_starter(options.state_dir, state, options.extra_env)
     wait_worker_online(api_url, worker, worker_log, since)
     say(f"Worker online on pool '{WORK_POOL}' (pid {worker.pid}, log: {worker_log}); results go to {options.db_path}.")
     say(f"Prefect UI: {state.ui_url}")
@@ -436,13 +505,16 @@ def serve(options: ServeOptions, say: Callable[[str], None] = print) -> ServeSta
 
 
 def stop(state_dir: Path, say: Callable[[str], None] = print) -> bool:
-    """End what `serve` recorded, worker first, then the server; False when nothing was recorded."""
+    """End what `serve` or a run recorded: the worker, the warm starter, then the server; False when nothing
+    was recorded."""
     state = read_state(state_dir)
     if state is None:
         say(f"Nothing to stop: no {state_path(state_dir)}.")
         return False
     if state.worker_pid is not None:
         say(stop_worker(state.worker_pid))
+    if state.starter_pid is not None:
+        say(stop_starter(state.starter_pid))
     if state.server_pid is not None:
         say(stop_server(state.server_pid))
     else:

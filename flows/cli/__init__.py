@@ -60,7 +60,8 @@ def db_path(ctx: typer.Context) -> Path:
 
 
 def main() -> None:
-    """Console-script entry point (`evalduck = "flows.cli:main"`)."""
+    """The CLI in this process: what the `evalduck` script (flows/launch.py) runs when the command does not
+    go to the folder's warm starter, and what a child forked by the starter runs."""
     app()
 
 

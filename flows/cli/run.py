@@ -282,10 +282,12 @@ def run(
     \f
     Long only by its signature: one option per RunOptions field (tests/cli/test_run_options.py)."""
     from flows.settings import apply_process_defaults, quiet_console
+    from flows.warm import child as warm_child
 
     apply_process_defaults()
     if not verbose:
-        quiet_console()
+        quiet_console(imported_before=warm_child.active())
+    warm_child.refresh_prefect()  # forked by the warm starter: Prefect's settings from this run's environment
     if os.getcwd() not in sys.path:  # `--target mymod:fn` finds mymod.py here, as `python -m` would
         sys.path.insert(0, os.getcwd())
     err = Console(stderr=True, soft_wrap=True)

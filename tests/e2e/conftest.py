@@ -10,10 +10,11 @@ whatever the tests did.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
-from e2e_harness import REPO, PrefectApi, Stack, free_port, short_interval_prefect_yaml
+from e2e_harness import REPO, PrefectApi, Stack, free_port, project_folder, short_interval_prefect_yaml
 
 from flows.server import ServeOptions, serve, stop
 
@@ -46,3 +47,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             yield Stack(state=state, options=options, api=PrefectApi(client))
     finally:
         stop(options.state_dir, say=lambda line: print(f"[e2e stop] {line}"))
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A project folder with a dataset, and the environment of a user's shell with its own PREFECT_HOME;
+    `evalduck stop` at the end, then whatever a failed test left is killed."""
+    with project_folder(tmp_path) as made:
+        yield made

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,6 +20,9 @@ import yaml
 from flows.server import ServeOptions, ServeState
 
 REPO = Path(__file__).resolve().parents[2]
+CLI = str(Path(sys.executable).with_name("evalduck"))
+ROWS = [{"id": f"q{i}", "input": f"Question {i}?", "output": f"A fine answer {i}.", "groundTruth": f"Answer {i}."}
+        for i in range(3)]
 SMOKE_INTERVAL_S = 4
 T = TypeVar("T")
 TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
@@ -129,3 +136,45 @@ def wait_for(describe: str, probe: Callable[[], T | None], timeout: float = 120.
 def jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return path
+
+
+def user_env(prefect_home: Path) -> dict[str, str]:
+    """The environment of a user's shell (no CI, no server set) with its own PREFECT_HOME."""
+    env = {k: v for k, v in os.environ.items() if k not in {"CI", "EVALDUCK_EPHEMERAL", "PREFECT_API_URL"}}
+    env["PREFECT_HOME"] = str(prefect_home)
+    return env
+
+
+def ours(env: dict[str, str]) -> list[int]:
+    """Processes whose environment has this test's PREFECT_HOME."""
+    marker = f"PREFECT_HOME={env['PREFECT_HOME']}\0".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if marker in (proc / "environ").read_bytes():
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+def none_left(env: dict[str, str], timeout: float = 20.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while (left := ours(env)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+@contextmanager
+def project_folder(path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """`path` as a project folder with a dataset, and a user's environment with its own PREFECT_HOME; on
+    leaving, `evalduck stop`, then whatever is still ours is killed."""
+    (path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    env = user_env(path / "prefect-home")
+    try:
+        yield path, env
+    finally:
+        subprocess.run([CLI, "stop"], cwd=path, env=env, capture_output=True, timeout=60)
+        for pid in ours(env):
+            os.kill(pid, 9)

@@ -6,54 +6,15 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from e2e_harness import CLI, none_left, ours
 
 pytestmark = pytest.mark.e2e
-
-CLI = str(Path(sys.executable).with_name("evalduck"))
-ROWS = [{"id": f"q{i}", "input": f"Question {i}?", "output": f"A fine answer {i}.", "groundTruth": f"Answer {i}."}
-        for i in range(3)]
-
-
-@pytest.fixture
-def folder(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
-    """A project folder with a dataset, and the environment of a user's shell (no CI, no server set)."""
-    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    env = {k: v for k, v in os.environ.items() if k not in {"CI", "EVALDUCK_EPHEMERAL", "PREFECT_API_URL"}}
-    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
-    yield tmp_path, env
-    subprocess.run([CLI, "stop"], cwd=tmp_path, env=env, capture_output=True, timeout=60)
-    for pid in ours(env):  # whatever a failed test left
-        os.kill(pid, 9)
-
-
-def ours(env: dict[str, str]) -> list[int]:
-    """Processes whose environment has this test's PREFECT_HOME."""
-    marker = f"PREFECT_HOME={env['PREFECT_HOME']}\0".encode()
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) != os.getpid():
-            try:
-                if marker in (proc / "environ").read_bytes():
-                    found.append(int(proc.name))
-            except OSError:
-                continue
-    return found
-
-
-def none_left(env: dict[str, str], timeout: float = 20.0) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while (left := ours(env)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
 
 
 def run(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -51,13 +51,15 @@ def test_one_judge_model_variable() -> None:
 
 
 def test_serve_worker_gets_the_same_variables(tmp_path: Path) -> None:
+    from flows.folder import STATE_DIR_ENV
     from flows.server import ServeOptions, worker_env
 
     options = ServeOptions(project_dir=tmp_path, state_dir=tmp_path / "state", db_path=tmp_path / "e.duckdb",
                            cache_dir=tmp_path / "cache", host="127.0.0.1", port=4200, api_url=None,
                            prefect_file=None, health_timeout=1.0)
     assert worker_env(options) == {settings.DB_ENV: str(tmp_path / "e.duckdb"),
-                                   settings.CACHE_DIR_ENV: str(tmp_path / "cache")}
+                                   settings.CACHE_DIR_ENV: str(tmp_path / "cache"),
+                                   STATE_DIR_ENV: str(tmp_path / "state")}  # where flow runs find the warm starter
 
 
 def test_importing_the_flows_changes_nothing_in_the_process(tmp_path: Path) -> None:

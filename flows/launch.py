@@ -1,0 +1,44 @@
+"""The `evalduck` command (console script): a thin client of the folder's warm starter for `evalduck run`,
+the full CLI in this process otherwise.
+
+Only the standard library is imported before the choice: the CLI's own imports (typer, rich, pydantic,
+DuckDB) cost ~0.5 s, Prefect's 2-4 s more, and a run handed to the warm starter needs none of them here.
+`evalduck run` goes to the starter unless it is ephemeral (CI, --ephemeral, EVALDUCK_EPHEMERAL=1); without
+a starter, or when it refuses, the command runs here exactly as before (flows/warm/client.py).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from flows.folder import ephemeral
+
+__all__ = ("main", "command_of")
+
+_OPTIONS_WITH_VALUE = frozenset({"--db"})  # the CLI's global options that take a value
+
+
+def command_of(args: list[str]) -> str | None:
+    """The subcommand named by ``args`` (after the global options), if any."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in _OPTIONS_WITH_VALUE:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if command_of(args) == "run" and "--ephemeral" not in args and not ephemeral():
+        from flows.warm.client import exit_like, run_via_starter
+
+        code = run_via_starter("cli", args)
+        if code is not None:
+            exit_like(code)
+    from flows.cli import main as cli_main
+
+    cli_main()

@@ -1,0 +1,236 @@
+"""A child forked by the warm starter: become the client's process, run its command, exit as it would.
+
+The child takes the client's environment, working directory, argv, ``sys.path[0]`` and stdin/stdout/stderr
+(so rich sees the real terminal), rebuilds Prefect's settings and logging from that environment (Prefect
+read them at the starter's import), and then runs the same code the client would have run in-process:
+the evalduck CLI, or `python -m prefect.engine` for a flow run of the folder's worker. It dies with the
+starter (PR_SET_PDEATHSIG); the starter kills it when the client goes.
+
+Judge children (flows/judge_process.py) of such a run are forked by the starter too, with litellm already
+imported: ``install_judge_launcher`` points judge_process at ``start_judge_child``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import io
+import os
+import runpy
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import warnings
+from pathlib import Path
+from typing import Any, NoReturn
+
+from flows.warm.wire import recv, send
+
+__all__ = ("active", "become_judge", "become_run", "refresh_prefect", "remember_settings", "start_judge_child")
+
+_PR_SET_PDEATHSIG = 1
+# The starter's socket, in a child forked for a run (None elsewhere: the Python API and in-process runs).
+_starter_socket: str | None = None
+# What Prefect's settings and logging were last built from (``settings_sources``), set by the starter.
+_settings_built_from: tuple[Any, ...] | None = None
+_PREFECT_FILES = (".env", "prefect.toml", "pyproject.toml")  # read by Prefect's settings from the cwd
+
+
+def active() -> bool:
+    """Whether this process is a run forked by the warm starter (its Prefect was imported before this
+    run's environment was known)."""
+    return _starter_socket is not None
+
+
+def _die_with_starter() -> None:
+    parent = os.getppid()
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the starter died before the line above
+        os._exit(1)
+
+
+def _take_over(message: dict[str, Any], fds: list[int]) -> None:
+    """The client's standard streams, working directory and environment."""
+    for target, fd in zip((0, 1, 2), fds):
+        if fd != target:
+            os.dup2(fd, target)
+            os.close(fd)
+    os.chdir(message["cwd"])
+    os.environ.clear()
+    os.environ.update(message["env"])
+    # New text streams on the new descriptors: the starter's were made for a log file (block-buffered).
+    stdout_tty = os.isatty(1)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding=sys.stdin.encoding,
+                                 errors=sys.stdin.errors)
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding=sys.stdout.encoding,
+                                  errors=sys.stdout.errors, line_buffering=stdout_tty, write_through=False)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding=sys.stderr.encoding,
+                                  errors="backslashreplace", line_buffering=True)
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def settings_sources() -> tuple[Any, ...]:
+    """Everything Prefect's settings and logging configuration are read from: its variables, the working
+    directory and the files it reads there, and the profiles file (by modification time)."""
+    from prefect.settings import get_current_settings
+
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("PREFECT_") or k == "DO_NOT_TRACK")
+    files = [Path(name) for name in _PREFECT_FILES] + [get_current_settings().profiles_path]
+    return (os.getcwd(), env, [(str(p.resolve()), p.stat().st_mtime_ns if p.exists() else None) for p in files])
+
+
+def remember_settings() -> None:
+    """In the starter, after its imports: what its Prefect settings were built from."""
+    global _settings_built_from
+    _settings_built_from = settings_sources()
+
+
+def refresh_prefect() -> None:
+    """In a warm child: Prefect's settings and logging from the current environment, unless they were built
+    from the same sources in the starter (a rebuild costs ~0.5 s here). A no-op elsewhere."""
+    global _settings_built_from
+    if not active():
+        return
+    sources = settings_sources()
+    if sources == _settings_built_from:
+        return
+    import prefect.context
+    import prefect.logging.configuration
+
+    prefect.context.refresh_global_settings_context()
+    prefect.logging.configuration.setup_logging(incremental=False)
+    _settings_built_from = settings_sources()  # the profiles path may have moved with PREFECT_HOME
+
+
+def become_run(message: dict[str, Any], fds: list[int], starter_socket: str) -> NoReturn:
+    global _starter_socket
+    _die_with_starter()
+    try:
+        os.setpgid(0, 0)  # its own process group: the starter signals the run and its children together
+    except OSError:
+        pass
+    _take_over(message, fds)
+    sys.argv = list(message["argv"])
+    if sys.path and message.get("path0") is not None:
+        sys.path[0] = message["path0"]
+    _starter_socket = starter_socket
+    install_judge_launcher()
+    if message["kind"] == "engine":
+        refresh_prefect()  # `evalduck run` does it itself, once it has set its console's log level
+    _exit(_run(message["kind"]))
+
+
+def _run(kind: str) -> int:
+    try:
+        if kind == "engine":
+            with warnings.catch_warnings():  # runpy's note that prefect (not prefect.engine) is imported
+                warnings.simplefilter("ignore", RuntimeWarning)
+                runpy.run_module("prefect.engine", run_name="__main__", alter_sys=True)
+        else:
+            from flows.cli import main
+
+            main()
+        return 0
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", file=sys.stderr)
+        return 130
+    except BaseException:  # noqa: BLE001 - reported as Python would, then exit 1
+        import traceback
+
+        traceback.print_exc()
+        return 1
+
+
+def _exit(code: int) -> NoReturn:
+    """End as Python's own exit would (non-daemon threads joined, atexit handlers run), without the
+    teardown of every module (~0.5 s here, nothing of it observable)."""
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+# --- judge children ---------------------------------------------------------------------------------------
+
+
+def become_judge(message: dict[str, Any], fds: list[int]) -> NoReturn:
+    """A judge child for a run (flows/judge_process.py's ``child_main`` on the socket it was sent)."""
+    _die_with_starter()
+    conn_fd, *streams = fds
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    _take_over(message, [devnull, *streams])
+    from flows.judge_process import child_main
+
+    child_main(conn_fd)
+    _exit(0)
+
+
+class StarterChild:
+    """A judge child the starter forked for this run: the parts of ``subprocess.Popen`` judge_process uses.
+
+    It is not this process's child, so its exit status is not known here (``poll`` gives 1 once it ended)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._pidfd = os.pidfd_open(pid)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self._pidfd], [], [], 0)[0]:
+            self.returncode = 1
+            os.close(self._pidfd)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None and not select.select([self._pidfd], [], [], timeout)[0]:
+            raise subprocess.TimeoutExpired(f"judge child {self.pid}", timeout or 0)
+        return self.poll() or 0
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def start_judge_child(child: socket.socket, env: dict[str, str]) -> Any:
+    """Ask the starter for a judge child serving ``child``; judge_process's own way if it cannot."""
+    from flows import judge_process
+
+    assert _starter_socket is not None
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
+            sock.settimeout(10)
+            sock.connect(_starter_socket)
+            send(sock, {"kind": "judge", "env": env, "cwd": os.getcwd(), "pgid": os.getpgrp()},
+                 [child.fileno(), 1, 2])
+            reply, _ = recv(sock)
+        if reply is not None and isinstance(reply.get("started"), int):
+            return StarterChild(reply["started"])
+    except OSError:
+        pass
+    return judge_process.popen_child(child, env)
+
+
+def install_judge_launcher() -> None:
+    from flows import judge_process
+
+    judge_process.start_child = start_judge_child

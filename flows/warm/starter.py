@@ -1,0 +1,320 @@
+"""The warm starter process: import what every run imports, then fork one child per request.
+
+Started in the background next to the folder's Prefect server (flows/local_server.py, flows/server.py) as
+``python -P -m flows.warm.starter STATE_DIR [--after PID]``; recorded in the folder's state file; ended by `evalduck stop`
+(SIGTERM). It runs one thread and one selector loop: the listening socket, one socket per running client
+and one pidfd per child. A child is forked only from that single thread with nothing else running, so it
+inherits no lock held by another thread. The user's code (a target module, custom scorers, the dataset) is
+never imported here: each child imports it itself, fresh.
+
+It refuses a request (the client then runs the command itself) from another interpreter or source tree,
+with different interpreter-start variables (PYTHONPATH...), or when evalduck's code or the installed
+packages changed since it started; in that last case it also exits, and the next run starts a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import select
+import selectors
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from flows.warm.wire import PACKAGES_ROOT, close_fds, frozen_env, recv, send, socket_path
+
+__all__ = ("MARKER", "PRELOADS", "code_fingerprint", "main")
+
+MARKER = "flows.warm.starter"  # in the starter's command line: how a recorded pid is recognised as ours
+# Imported once here instead of in every run: Prefect and its engines (~2-4 s), evalduck's flows, CLI and
+# store, and litellm (~5 s, for the judge children this process forks). Modules whose import starts a
+# thread must not be listed: `main` refuses to serve if one did.
+PRELOADS = (
+    "prefect",
+    "prefect.flow_engine",
+    "prefect.task_engine",
+    "prefect.logging.handlers",
+    "prefect.events.worker",
+    "prefect.client.orchestration",
+    "prefect.results",
+    "prefect.artifacts",
+    "flows.cli",
+    "flows.cli.run",
+    "flows.eval_flow",
+    "flows.regression_flow",
+    "flows.local_server",
+    "flows.store",
+    "flows.judge_process",
+    "litellm",
+    "scorers.judge",
+)
+_KINDS = ("cli", "engine")
+_FORWARDABLE = {int(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)}
+
+
+def code_fingerprint(root: str = PACKAGES_ROOT) -> str:
+    """Size and mtime of every source file of evalduck and of every site-packages folder on the path (an
+    install or removal changes the folder): a starter whose imports are older than these is out of date."""
+    digest = hashlib.sha256()
+    for package in ("flows", "scorers"):
+        for path in sorted((Path(root) / package).rglob("*.py")):
+            stat = path.stat()
+            digest.update(f"{path}\0{stat.st_mtime_ns}\0{stat.st_size}\0".encode())
+    for entry in sys.path:
+        if entry.endswith(("site-packages", "dist-packages")) and os.path.isdir(entry):
+            digest.update(f"{entry}\0{os.stat(entry).st_mtime_ns}\0".encode())
+    return digest.hexdigest()
+
+
+@dataclass
+class _Child:
+    pid: int
+    pidfd: int
+    client: socket.socket | None  # None for a judge child: nobody waits for its status
+
+
+class Starter:
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.path = socket_path(state_dir)
+        self.fingerprint = code_fingerprint()
+        self.frozen = frozen_env(dict(os.environ))
+        self.selector = selectors.DefaultSelector()
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.children: dict[int, _Child] = {}
+
+    # --- set-up and the loop ---------------------------------------------------------------------------
+
+    def listen(self) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.path.unlink(missing_ok=True)
+        old = os.umask(0o077)  # the socket is for this user only (SO_PEERCRED is checked too)
+        try:
+            self.listener.bind(str(self.path))
+        finally:
+            os.umask(old)
+        self.listener.listen(16)
+        self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
+
+    def serve_forever(self) -> None:
+        while True:
+            for key, _ in self.selector.select():
+                what, child = key.data
+                if what == "accept":
+                    self._accept()
+                elif what == "client":
+                    self._client_event(child)
+                else:
+                    self._reap(child)
+
+    def close(self) -> None:
+        _try(self.path.unlink, True)
+        self.listener.close()
+
+    # --- requests --------------------------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        if struct.unpack("3i", creds)[1] != os.getuid():
+            conn.close()
+            return
+        conn.settimeout(2.0)
+        try:
+            message, fds = recv(conn)
+        except OSError:
+            conn.close()
+            return
+        try:
+            self._handle(conn, message or {}, fds)
+        except OSError as exc:  # before any fork (a fork that fails raises here too)
+            _log(f"request failed: {exc}")
+            close_fds(fds)
+            conn.close()
+
+    def _handle(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
+        kind = message.get("kind")
+        if kind == "judge":
+            pid = self._fork(conn, message, fds, judge=True)
+            _try(send, conn, {"started": pid})
+            conn.close()
+            return
+        if kind not in _KINDS or len(fds) != 3:
+            close_fds(fds)
+            send(conn, {"refused": "not a request this starter knows"})
+            conn.close()
+            return
+        reason, outdated = self._refusal(message)
+        if reason:
+            close_fds(fds)
+            _log(f"refused a run: {reason}")
+            if outdated:  # gone before the client's fallback run looks for a starter to replace
+                self.close()
+            send(conn, {"refused": reason})
+            conn.close()
+            if outdated:
+                raise SystemExit(0)
+            return
+        pid = self._fork(conn, message, fds, judge=False)
+        _try(send, conn, {"started": pid})  # a client gone already: the loop sees its socket close
+
+    def _refusal(self, message: dict[str, Any]) -> tuple[str | None, bool]:
+        if message.get("executable") != sys.executable or message.get("root") != PACKAGES_ROOT:
+            return "another Python or evalduck checkout than the starter's", False
+        env = message.get("env")
+        if not isinstance(env, dict) or frozen_env(env) != self.frozen:
+            return "interpreter-start variables (PYTHONPATH...) differ from the starter's", False
+        if code_fingerprint() != self.fingerprint:
+            return "evalduck's code or the installed packages changed since the starter started", True
+        return None, False
+
+    def _fork(self, conn: socket.socket, message: dict[str, Any], fds: list[int], judge: bool) -> int:
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            try:
+                self._forget_in_child(conn)
+                from flows.warm import child
+
+                if judge:
+                    child.become_judge(message, fds)
+                child.become_run(message, fds, str(self.path))
+            except BaseException:  # noqa: BLE001 - a child must never fall back into the loop
+                traceback.print_exc()
+            os._exit(70)
+        if judge and isinstance(message.get("pgid"), int):
+            _try(os.setpgid, pid, message["pgid"])  # killed with its run's process group
+        elif not judge:
+            _try(os.setpgid, pid, pid)  # the child does it too; whichever is first
+        close_fds(fds)
+        pidfd = os.pidfd_open(pid)
+        record = _Child(pid, pidfd, None if judge else conn)
+        self.children[pid] = record
+        self.selector.register(pidfd, selectors.EVENT_READ, ("exited", record))
+        _log(f"forked {'a judge child' if judge else 'a run child'} {pid} ({message.get('kind')})")
+        if not judge:
+            self.selector.register(conn, selectors.EVENT_READ, ("client", record))
+        return pid
+
+    def _forget_in_child(self, keep: socket.socket) -> None:
+        """In a new child: close every descriptor of the starter's (listener, selector, other clients)."""
+        self.selector.close()
+        self.listener.close()
+        for other in self.children.values():
+            _try(os.close, other.pidfd)
+            if other.client is not None:
+                other.client.close()
+        keep.close()
+        self.children.clear()
+
+    # --- running children ------------------------------------------------------------------------------
+
+    def _client_event(self, record: _Child) -> None:
+        assert record.client is not None
+        try:
+            message, fds = recv(record.client)
+        except OSError:
+            message, fds = None, []
+        close_fds(fds)
+        if message is None:  # the client is gone (killed, even by SIGKILL): so is its run
+            _try(os.killpg, record.pid, signal.SIGKILL)
+            _try(os.kill, record.pid, signal.SIGKILL)
+            self._drop_client(record)
+        elif message.get("signal") in _FORWARDABLE:
+            _try(os.killpg, record.pid, int(message["signal"]))
+
+    def _reap(self, record: _Child) -> None:
+        _, status = os.waitpid(record.pid, 0)
+        self.selector.unregister(record.pidfd)
+        os.close(record.pidfd)
+        self.children.pop(record.pid, None)
+        if record.client is not None:
+            try:
+                send(record.client, {"exit": os.waitstatus_to_exitcode(status)})
+            except OSError:
+                pass
+            self._drop_client(record)
+
+    def _drop_client(self, record: _Child) -> None:
+        if record.client is not None:
+            self.selector.unregister(record.client)
+            record.client.close()
+            record.client = None
+
+
+def _try(call: Any, *args: Any) -> None:
+    try:
+        call(*args)
+    except OSError:
+        pass
+
+
+def _log(line: str) -> None:
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} warm starter {os.getpid()}: {line}", file=sys.stderr, flush=True)
+
+
+def _preload() -> None:
+    from flows.settings import apply_process_defaults
+
+    apply_process_defaults()
+    started = time.monotonic()
+    for name in PRELOADS:
+        importlib.import_module(name)
+    from flows.warm.child import remember_settings
+
+    remember_settings()
+    _log(f"preloaded {len(PRELOADS)} modules in {time.monotonic() - started:.1f} s")
+
+
+def _after(pid: int, limit_s: float = 300.0) -> None:
+    """Wait for the run that started this starter to end, within a limit: the preloads take ~5-10 s of CPU,
+    which on a small machine would slow that run down; the next run needs them, not this one."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:  # already gone
+        return
+    select.select([pidfd], [], [], limit_s)
+    os.close(pidfd)
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    args = sys.argv[1:] if argv is None else argv
+    state_dir = Path(args[0]).resolve()
+    if len(args) == 3 and args[1] == "--after":
+        _after(int(args[2]))
+    starter = Starter(state_dir)  # the fingerprint is taken before the imports it stands for
+    _preload()
+    threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    if threads:
+        _log(f"not serving: the preloads started threads {threads}, which a forked child would inherit broken")
+        sys.exit(1)
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    starter.listen()
+    _log(f"listening on {starter.path}")
+    try:
+        starter.serve_forever()
+    except SystemExit:
+        pass
+    finally:
+        starter.close()
+    os._exit(0)  # nothing to flush or tear down: not the seconds of finalising every preloaded module
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""The warm starter's decisions that need no process: which command a client hands over, when the starter's
+imports are out of date, which caller variables it cannot apply (the processes: tests/e2e/test_warm_starter.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from flows.launch import command_of
+from flows.warm.starter import code_fingerprint
+from flows.warm.wire import frozen_env, socket_path
+
+
+@pytest.mark.parametrize(("args", "command"), [
+    (["run", "d.jsonl"], "run"), (["--db", "x.duckdb", "run", "d.jsonl"], "run"), (["--db=x", "runs"], "runs"),
+    (["--help"], None), (["--db", "run"], None),
+])
+def test_the_command_is_found_after_the_global_options(args: list[str], command: str | None) -> None:
+    assert command_of(args) == command
+
+
+def test_a_changed_source_file_changes_the_fingerprint(tmp_path: Path) -> None:
+    source = tmp_path / "flows" / "engine.py"
+    source.parent.mkdir()
+    source.write_text("x = 1\n")
+    before = code_fingerprint(str(tmp_path))
+    assert code_fingerprint(str(tmp_path)) == before
+    source.write_text("x = 22\n")
+    assert code_fingerprint(str(tmp_path)) != before
+    (tmp_path / "scorers").mkdir()
+    (tmp_path / "scorers" / "new.py").write_text("")
+    stamp = code_fingerprint(str(tmp_path))
+    os.utime(source, (1, 1))
+    assert code_fingerprint(str(tmp_path)) != stamp
+
+
+def test_only_interpreter_start_variables_must_match() -> None:
+    assert frozen_env({"PYTHONPATH": "/a", "PREFECT_API_URL": "http://x", "HOME": "/h"}) == {
+        "PYTHONPATH": "/a", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    assert frozen_env({}) == frozen_env({"LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+
+
+def test_a_long_state_folder_gets_a_short_socket_path(tmp_path: Path) -> None:
+    assert socket_path(tmp_path) == tmp_path / "warm.sock"
+    deep = tmp_path / ("d" * 120)
+    assert len(os.fsencode(socket_path(deep))) < 108 and socket_path(deep) == socket_path(deep)
