@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from flows.folder import ephemeral
+from flows.folder import ephemeral, project_state_dir, running_here
 
 __all__ = ("main", "command_of")
 
@@ -39,6 +39,13 @@ def main() -> None:
         code = run_via_starter("cli", args)
         if code is not None:
             exit_like(code)
+        with running_here(project_state_dir()):  # the starter waits for this run before its preloads
+            _cli()
+        return
+    _cli()
+
+
+def _cli() -> None:
     from flows.cli import main as cli_main
 
     cli_main()

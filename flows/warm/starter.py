@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from flows.folder import wait_until_quiet
 from flows.warm.wire import PACKAGES_ROOT, close_fds, frozen_env, recv, send, socket_path
 
 __all__ = ("MARKER", "PRELOADS", "code_fingerprint", "main")
@@ -293,6 +294,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     state_dir = Path(args[0]).resolve()
     if len(args) == 3 and args[1] == "--after":
         _after(int(args[2]))
+    wait_until_quiet(state_dir)  # and for any run going in its own process: runs back to back keep the cores
     starter = Starter(state_dir)  # the fingerprint is taken before the imports it stands for
     _preload()
     threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]

@@ -35,9 +35,10 @@ def test_cli_db_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(settings.DB_ENV, raising=False)
-    done = CliRunner().invoke(app, ["runs"])
-    assert done.exit_code == 0, done.output
-    assert f"No runs in {tmp_path / settings.DEFAULT_DB_FILE}" in " ".join(done.output.split())
+    done = CliRunner().invoke(app, ["runs"])  # no results file yet: said, and none is created
+    assert done.exit_code == 2, done.output
+    assert f"{settings.DEFAULT_DB_FILE}" in done.output and "no such results file" in done.output
+    assert not (tmp_path / settings.DEFAULT_DB_FILE).exists()
     monkeypatch.setenv(settings.DB_ENV, "other.duckdb")
     assert "other.duckdb" in CliRunner().invoke(app, ["runs"]).output
 
