@@ -7,7 +7,7 @@ the flow's one event loop that work queued between Prefect's per-task-run bookke
 step waited for it (docs/benchmarks.md). In a child process it runs on the other core; the flow's loop
 only pickles the request and the answer.
 
-The child is its own program (``python -c "from flows.judge_process import child_main; ..."``) started with
+The child is its own program (``python -c "from flows.judge_child import child_main; ..."``) started with
 ``subprocess``, never with ``multiprocessing``: spawn and forkserver re-import the caller's ``__main__``, so
 a user's script without a ``__main__`` guard ran again in the child (its side effects too) and the child
 died; fork copies a process with threads. It talks to the parent over a socket pair with multiprocessing's
@@ -31,7 +31,6 @@ import atexit
 import contextlib
 import itertools
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -41,7 +40,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from scorers import JudgeError, JudgeSettings, JudgeTransientError, JudgeUsage, LiteLLMTransport
+from scorers import JudgeSettings, JudgeTransientError, JudgeUsage
+
+from flows.judge_child import child_main  # the child's entry point, also named from here
 
 __all__ = (
     "JudgeProcess",
@@ -98,73 +99,10 @@ class JudgeProcessError(JudgeTransientError):
     """The judge process died or did not answer; transient, so the step is retried (by a new child)."""
 
 
-def _error_reply(exc: BaseException) -> tuple[str, str | JudgeError, float | None]:
-    if isinstance(exc, JudgeError):  # pickled whole: its class, kind, status and retry_after cross intact
-        return "judge", exc, None
-    return "other", f"{type(exc).__name__}: {exc}", None
-
-
-def _child(conn: Connection) -> None:
-    """The child: one coroutine per request, answers sent back as they finish."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm  # noqa: F401 - imported while the parent sets up its run, not during the first request
-
-    async def serve() -> None:
-        transport = LiteLLMTransport()
-        loop = asyncio.get_running_loop()
-        closed = loop.create_future()
-        pending: set[asyncio.Task[None]] = set()
-
-        async def answer(req_id: int, args: tuple[Any, ...]) -> None:
-            try:
-                content, usage = await transport.request(*args)
-                reply: tuple[Any, ...] = (req_id, "ok", content, usage.model_dump())
-            except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
-                reply = (req_id, "error", *_error_reply(exc))
-            try:
-                conn.send(reply)
-            except OSError:  # the parent is gone: nobody to answer, so stop quietly
-                if not closed.done():
-                    closed.set_result(None)
-
-        def readable() -> None:
-            while not closed.done() and conn.poll():
-                try:
-                    message = conn.recv()
-                except (EOFError, OSError):
-                    message = None
-                if message is None:  # the parent stopped us, or is gone
-                    closed.set_result(None)
-                elif message[0] == "env":
-                    os.environ.clear()
-                    os.environ.update(message[1])
-                else:
-                    task = loop.create_task(answer(*message[1:]))
-                    pending.add(task)
-                    task.add_done_callback(pending.discard)
-
-        loop.add_reader(conn.fileno(), readable)
-        await closed
-        loop.remove_reader(conn.fileno())
-        if pending:
-            await asyncio.wait(pending, timeout=5)
-
-    asyncio.run(serve())
-
-
-def child_main(fd: int) -> None:
-    """The child's entry point: serve requests on the socket ``fd`` until the parent closes it or exits.
-
-    Ctrl-C in a terminal reaches the whole process group; the parent decides what it means, and the child
-    ends when the parent closes the socket (or dies)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _child(Connection(fd))
-
-
 def _child_command(fd: int) -> list[str]:
     code = (
         f"import sys; sys.path.insert(0, {_PACKAGES_ROOT!r}); "
-        f"from flows.judge_process import child_main; child_main({fd})"
+        f"from flows.judge_child import child_main; child_main({fd})"
     )
     return [sys.executable, "-P", "-c", code]  # -P: no working directory on sys.path
 

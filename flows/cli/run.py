@@ -9,26 +9,29 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
-import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
-from scorers import PREBUILT
 
-from flows.cli import app, db_path, fail
-from flows.cli.errors import config_error, label, value_error
+from flows.cli import app, db_path
+from flows.cli.errors import config_error
+from flows.cli.run_checks import calls_models, check_usage
+from flows.cli.run_stops import (
+    Terminated,
+    lock_error,
+    sigterm_as_interrupt,
+    stop,
+    stop_locked,
+)
 from flows.display import literal, shell_word
+from scorers import PREBUILT
 
 if TYPE_CHECKING:
     from flows.config import EvalConfig
-    from flows.datasets import Dataset
-    from flows.store import StoreLockedError
 
 __all__ = ("run",)
 
@@ -59,135 +62,21 @@ def _summary_table(result: Any) -> Table:
     return table
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the run is, so that it ends as Ctrl-C ends it: cancelled, what was stored kept."""
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    def terminate(signum: int, frame: object) -> None:
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _stop(err: Console, exc: Exception, code: int) -> NoReturn:
-    """An error that is not a usage error (bad rows, the store, the run): its message as is, then exit."""
-    err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
-    raise typer.Exit(code) from None
-
-
-def _lock_error(exc: BaseException) -> StoreLockedError | None:
-    """The StoreLockedError behind `exc` (the engine wraps it in its StoreWriteError), if one is."""
-    from flows.store import StoreLockedError
-
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, StoreLockedError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
-
-
-def _resume_command(run_id: str) -> str:
-    """This command line, resuming `run_id` (any --resume given is replaced), ready to paste."""
-    args, rest = [], iter(sys.argv[1:])
-    for arg in rest:
-        if arg == "--resume":
-            next(rest, None)
-        elif not arg.startswith("--resume="):
-            args.append(arg)
-    return shlex.join(["evalduck", *args, "--resume", run_id])
-
-
-def _stop_locked(err: Console, locked: StoreLockedError, db: Path) -> NoReturn:
-    """One line for a run stopped by the file lock: who held it, what is stored, how to finish the run."""
-    from flows.store import Store, StoreError
-
-    who = f"pid {locked.holder_pid} ({locked.holder})" if locked.holder_pid is not None else "another process"
-    timeout = f" for more than {locked.timeout:g} s" if locked.timeout is not None else ""
-    if locked.run_id is None:  # before the run had started writing: nothing of it is stored
-        _stop(err, locked, 1)
-    try:
-        (kept, total), = Store(db, lock_timeout=2).sql(
-            "SELECT count(*) FILTER (WHERE status IN ('scored', 'skipped')), count(*) FROM scores WHERE run_id = ?",
-            [locked.run_id],
-        ).rows
-        stored = f"{kept} finished cell(s) are stored ({total - kept} in error)"
-    except StoreError:
-        stored = "what it wrote before is stored"
-    line = (f"run {locked.run_id} stopped: {who} held {locked.path or db}{timeout} (EVALDUCK_DB_LOCK_TIMEOUT); "
-            f"{stored}. Close that process, then finish the run with: {_resume_command(locked.run_id)}")
-    err.print(literal(("error:", "red"), " ", line), highlight=False)
-    raise typer.Exit(1) from None
-
-
 # EvalConfig fields set by an option of another name (the others share theirs), for naming it in errors;
 # tests/cli/test_run_options.py checks that every RunOptions field has its option, with the same default.
 _PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt", "refresh": "no_cache",
                    "target_timeout_s": "target_timeout", "judge_timeout_s": "judge_timeout"}
 
 
-def _check_usage(ctx: typer.Context, err: Console, config: EvalConfig) -> None:
-    """What EvalConfig cannot see: a scorer given twice, the dataset file and its rows, whether the target
-    resolves, and whether the run to resume is in the database. Usage errors exit 2; bad rows exit 1."""
-    from flows.datasets import DatasetError, DatasetPathError, load_dataset
-    from flows.targets import TargetError, resolve_target
-
-    ids = [s.id for s in config.scorers]
-    twice = next((i for n, i in enumerate(ids) if i in ids[:n]), None)
-    if twice is not None:
-        fail(value_error(label(ctx, "scorer"), twice, "given twice (a run scores each item once per scorer)"), ctx)
-    try:
-        dataset = load_dataset(config.dataset)
-    except DatasetPathError as exc:
-        fail(value_error(label(ctx, "dataset"), config.dataset, exc.problem), ctx)
-    except DatasetError as exc:  # the data's fault, not a usage error: every bad row with its file and line
-        _stop(err, exc, 1)
-    try:
-        resolve_target(config.target, system_prompt=config.target_system_prompt, api_base=config.target_api_base)
-    except TargetError as exc:
-        fail(value_error(label(ctx, "target"), exc.spec, exc.problem), ctx)
-    if config.resume:
-        _check_resume(ctx, err, db_path(ctx), config.resume, dataset)
-
-
-def _check_resume(ctx: typer.Context, err: Console, db: Path, ref: str, dataset: Dataset) -> None:
-    from flows.store import DatasetMismatchError, Store, StoreError, UnknownRunError, check_resume_dataset
-
-    option = label(ctx, "resume")
-    if not db.exists():
-        fail(value_error(option, ref, f"no run to resume: {db} does not exist yet"), ctx)
-    try:
-        store = Store(db)
-        check_resume_dataset(store, store.resolve_run(ref), dataset.source, dataset.hash,
-                             [i.item_id for i in dataset.items])
-    except (UnknownRunError, DatasetMismatchError) as exc:
-        fail(f"{option}: {exc}", ctx)
-    except StoreError as exc:  # not a DuckDB file, a newer schema, locked: as the run itself would say it
-        _stop(err, exc, 1)
-
-
-def _calls_models(config: EvalConfig) -> bool:
-    """Whether the run will send judge or model requests: a 'model:' target, or a judge step among the
-    scorers the registry builds (it skips a judge scorer without a model), as the flow decides it."""
-    from flows.registry import build_scorers
-
-    try:
-        built, _ = build_scorers(config.scorers, judge_model=config.judge_model, judge_api_base=config.judge_api_base)
-    except ValueError:  # bad scorer options: the run reports them, as it always has
-        return False
-    return (config.target or "").startswith("model:") or any(step.is_judge for s in built for step in s.steps)
-
-
 def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tuple[str, bool]:
     """The API URL of the server this run records to (see flows/local_server.py for the order), and
     whether it outlives the run (so its flow run page is worth printing); says which in one line."""
-    from flows.local_server import ephemeral, local_server, project_state_dir, run_scoped_server
+    from flows.local_server import (
+        ephemeral,
+        local_server,
+        project_state_dir,
+        run_scoped_server,
+    )
     from flows.server import ServeError, configured_api_url
 
     configured = configured_api_url()
@@ -302,8 +191,8 @@ def run(
         "retry_backoff_s": retry_backoff_s, "fail_fast": fail_fast, "judge_process": judge_process,
         "chunk_size": chunk_size, "progress_every": progress_every,
     })
-    _check_usage(ctx, err, config)
-    if config.judge_process and _calls_models(config):
+    check_usage(ctx, err, config)
+    if config.judge_process and calls_models(config):
         from flows.judge_process import prestart
 
         prestart()
@@ -335,18 +224,18 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
     with contextlib.ExitStack() as stack:
         api_url, lasting = _server_for_run(err, ephemeral, stack)
         try:
-            with use_sink(RichProgress(err)), _api(api_url), local_mode_settings(), _sigterm_as_interrupt():
+            with use_sink(RichProgress(err)), _api(api_url), local_mode_settings(), sigterm_as_interrupt():
                 return run_eval_config(config), api_url, lasting
         except KeyboardInterrupt as exc:  # the run recorded itself as cancelled and said how to resume
             raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
         except (DatasetError, TargetError, UnknownRunError) as exc:
-            _stop(err, exc, 2 if isinstance(exc, UnknownRunError) else 1)
+            stop(err, exc, 2 if isinstance(exc, UnknownRunError) else 1)
         except Exception as exc:
-            locked = _lock_error(exc)  # also behind the engine's StoreWriteError
+            locked = lock_error(exc)  # also behind the engine's StoreWriteError
             if locked is not None:
-                _stop_locked(err, locked, db_path(ctx))
+                stop_locked(err, locked, db_path(ctx))
             if isinstance(exc, (StoreError, ValueError, FailFast, MisconfiguredRun)):
-                _stop(err, exc, 1)
+                stop(err, exc, 1)
             raise
 
 

@@ -171,12 +171,12 @@ def _exit(code: int) -> NoReturn:
 
 
 def become_judge(message: dict[str, Any], fds: list[int]) -> NoReturn:
-    """A judge child for a run (flows/judge_process.py's ``child_main`` on the socket it was sent)."""
+    """A judge child for a run (flows/judge_child.py's ``child_main`` on the socket it was sent)."""
     _die_with_starter()
     conn_fd, *streams = fds
     devnull = os.open(os.devnull, os.O_RDONLY)
     _take_over(message, [devnull, *streams])
-    from flows.judge_process import child_main
+    from flows.judge_child import child_main
 
     child_main(conn_fd)
     _exit(0)

@@ -1,0 +1,90 @@
+"""How a CLI run ends early: one line and an exit status (a signal, a locked file, any other error), never a
+traceback, with the ``--resume`` that finishes the run where one applies."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import typer
+from rich.console import Console
+
+from flows.display import literal
+
+if TYPE_CHECKING:
+    from flows.store import StoreLockedError
+
+
+__all__ = ("Terminated", "sigterm_as_interrupt", "stop", "lock_error", "resume_command", "stop_locked")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the run is, so that it ends as Ctrl-C ends it: cancelled, what was stored kept."""
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def stop(err: Console, exc: Exception, code: int) -> NoReturn:
+    """An error that is not a usage error (bad rows, the store, the run): its message as is, then exit."""
+    err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
+    raise typer.Exit(code) from None
+
+
+def lock_error(exc: BaseException) -> StoreLockedError | None:
+    """The StoreLockedError behind `exc` (the engine wraps it in its StoreWriteError), if one is."""
+    from flows.store import StoreLockedError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, StoreLockedError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def resume_command(run_id: str) -> str:
+    """This command line, resuming `run_id` (any --resume given is replaced), ready to paste."""
+    args, rest = [], iter(sys.argv[1:])
+    for arg in rest:
+        if arg == "--resume":
+            next(rest, None)
+        elif not arg.startswith("--resume="):
+            args.append(arg)
+    return shlex.join(["evalduck", *args, "--resume", run_id])
+
+
+def stop_locked(err: Console, locked: StoreLockedError, db: Path) -> NoReturn:
+    """One line for a run stopped by the file lock: who held it, what is stored, how to finish the run."""
+    from flows.store import Store, StoreError
+
+    who = f"pid {locked.holder_pid} ({locked.holder})" if locked.holder_pid is not None else "another process"
+    timeout = f" for more than {locked.timeout:g} s" if locked.timeout is not None else ""
+    if locked.run_id is None:  # before the run had started writing: nothing of it is stored
+        stop(err, locked, 1)
+    try:
+        (kept, total), = Store(db, lock_timeout=2).sql(
+            "SELECT count(*) FILTER (WHERE status IN ('scored', 'skipped')), count(*) FROM scores WHERE run_id = ?",
+            [locked.run_id],
+        ).rows
+        stored = f"{kept} finished cell(s) are stored ({total - kept} in error)"
+    except StoreError:
+        stored = "what it wrote before is stored"
+    line = (f"run {locked.run_id} stopped: {who} held {locked.path or db}{timeout} (EVALDUCK_DB_LOCK_TIMEOUT); "
+            f"{stored}. Close that process, then finish the run with: {resume_command(locked.run_id)}")
+    err.print(literal(("error:", "red"), " ", line), highlight=False)
+    raise typer.Exit(1) from None

@@ -1,0 +1,182 @@
+"""`evalduck serve` and `evalduck stop`: a server (or the configured one), the pool, the deployments and a worker."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from flows.folder import STATE_DIR_ENV
+from flows.settings import CACHE_DIR_ENV, DB_ENV
+
+if TYPE_CHECKING:
+    pass
+
+from flows.server.pool import (
+    deploy_all,
+    ensure_work_pool,
+    ui_api_url,
+    wait_worker_online,
+)
+from flows.server.processes import (
+    ensure_starter,
+    is_alive,
+    is_healthy,
+    start_server,
+    start_worker,
+    stop_server,
+    stop_starter,
+    stop_worker,
+    wait_healthy,
+)
+from flows.server.state import (
+    DEFAULT_PORT,
+    WORK_POOL,
+    ServeError,
+    ServeState,
+    prefect_home,
+    read_state,
+    state_path,
+    write_state,
+)
+
+
+class ServeOptions(BaseModel):
+    """Where things go; the CLI fills these from flags and environment variables."""
+
+    project_dir: Path
+    state_dir: Path
+    db_path: Path
+    cache_dir: Path
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    api_url: str | None = Field(None, description="an existing server (PREFECT_API_URL); never started or stopped")
+    prefect_file: Path | None = None
+    health_timeout: float = 180.0
+    extra_env: dict[str, str] = Field(default_factory=dict, description="added to every process started")
+
+
+def ui_url_for(api_url: str) -> str:
+    return api_url.removesuffix("/").removesuffix("/api")
+
+
+def worker_env(options: ServeOptions) -> dict[str, str]:
+    """The environment of the worker, inherited by every flow run it starts.
+
+    The DuckDB file and the step cache folder are absolute paths into the project, the same ones
+    `evalduck run` uses from the project folder, so UI, scheduled and CLI runs share rows and cache; the
+    state folder is where a flow run finds the warm starter (flows/warm/flow_run.py).
+    """
+    return {DB_ENV: str(options.db_path), CACHE_DIR_ENV: str(options.cache_dir), STATE_DIR_ENV: str(options.state_dir)}
+
+
+def _reusable(state: ServeState | None) -> bool:
+    return (
+        state is not None
+        and state.worker_pid is not None
+        and is_alive(state.worker_pid, "worker")
+        and is_healthy(state.api_url)
+    )
+
+
+def _ensure_server(
+    options: ServeOptions, previous: ServeState | None, say: Callable[[str], None]
+) -> tuple[str, int | None]:
+    """The API URL to use and the pid of the server when it is ours to stop."""
+    if options.api_url:
+        if not is_healthy(options.api_url):
+            raise ServeError(
+                f"PREFECT_API_URL={options.api_url} does not answer /health: start that server, "
+                "or unset PREFECT_API_URL to have evalduck start a local one"
+            )
+        say(f"Using the Prefect server at {options.api_url} (PREFECT_API_URL); it will not be stopped by `stop`.")
+        return options.api_url, None
+    if previous is not None and previous.server_pid is not None and is_alive(previous.server_pid, "server") \
+            and is_healthy(previous.api_url):  # e.g. the one `evalduck run` started for this folder
+        say(f"Prefect server already running at {previous.api_url} (pid {previous.server_pid}).")
+        return previous.api_url, previous.server_pid
+    api_url = f"http://{options.host}:{options.port}/api"
+    if is_healthy(api_url):
+        ours = previous.server_pid if previous is not None and previous.api_url == api_url else None
+        if ours is not None and is_alive(ours, "server"):
+            say(f"Prefect server already running at {api_url} (pid {ours}).")
+            return api_url, ours
+        say(f"A Prefect server already answers at {api_url}; using it (it will not be stopped by `stop`).")
+        return api_url, None
+    log = options.state_dir / "server.log"
+    say(f"Starting the Prefect server on {options.host}:{options.port} (log: {log}) ...")
+    process = start_server(options.host, options.port, log, options.extra_env)
+    write_state(options.state_dir, _state(options, api_url, process.pid, None))
+    started = time.monotonic()
+    wait_healthy(api_url, options.health_timeout, process, log)
+    say(f"Prefect server healthy after {time.monotonic() - started:.1f} s (pid {process.pid}).")
+    announced = ui_api_url(ui_url_for(api_url))
+    if announced != api_url and not os.environ.get("PREFECT_UI_API_URL"):
+        say(f"warning: the UI will call {announced}, not {api_url}; set PREFECT_UI_API_URL={api_url}")
+    return api_url, process.pid
+
+
+def _state(options: ServeOptions, api_url: str, server_pid: int | None, worker_pid: int | None) -> ServeState:
+    return ServeState(
+        api_url=api_url, ui_url=ui_url_for(api_url), server_pid=server_pid, worker_pid=worker_pid,
+        db_path=str(options.db_path), project_dir=str(options.project_dir),
+        prefect_home=prefect_home(),
+    )
+
+
+def serve(options: ServeOptions, say: Callable[[str], None] = print) -> ServeState:
+    """Start (or reuse) a server, create the work pool, deploy `prefect.yaml`, start a worker.
+
+    Idempotent: with a live worker and a healthy server recorded in the state file it only says so.
+    """
+    previous = read_state(options.state_dir)
+    if _reusable(previous) and previous is not None:
+        say(f"evalduck is already serving: worker pid {previous.worker_pid}, UI at {previous.ui_url}")
+        return ensure_starter(options.state_dir, previous, options.extra_env)
+    if previous is not None and previous.worker_pid is not None and is_alive(previous.worker_pid, "worker"):
+        # Its server is gone; a fresh worker is started below, so this one must not be left orphaned.
+        say(stop_worker(previous.worker_pid))
+    api_url, server_pid = _ensure_server(options, previous, say)
+    if ensure_work_pool(api_url):
+        say(f"Created the process work pool '{WORK_POOL}'.")
+    deploy_log = options.state_dir / "deploy.log"
+    output = deploy_all(options.project_dir, api_url, deploy_log, options.prefect_file, options.extra_env)
+    deployed = [line.split("'")[1] for line in output.splitlines() if "Deployment '" in line]
+    say(f"Deployed {', '.join(deployed) or 'prefect.yaml'} (log: {deploy_log}).")
+    worker_log = options.state_dir / "worker.log"
+    # Two seconds of slack for the clock of a remote server.
+    since = datetime.now(UTC) - timedelta(seconds=2)
+    worker = start_worker(api_url, options.project_dir, worker_log, {**options.extra_env, **worker_env(options)})
+    state = _state(options, api_url, server_pid, worker.pid)
+    if previous is not None:  # a warm starter a run started for this folder serves the worker's runs too
+        state = state.model_copy(update={"starter_pid": previous.starter_pid, "starter_socket": previous.starter_socket})
+    write_state(options.state_dir, state)
+    state = ensure_starter(options.state_dir, state, options.extra_env)
+    wait_worker_online(api_url, worker, worker_log, since)
+    say(f"Worker online on pool '{WORK_POOL}' (pid {worker.pid}, log: {worker_log}); results go to {options.db_path}.")
+    say(f"Prefect UI: {state.ui_url}")
+    return state
+
+
+def stop(state_dir: Path, say: Callable[[str], None] = print) -> bool:
+    """End what `serve` or a run recorded: the worker, the warm starter, then the server; False when nothing
+    was recorded."""
+    state = read_state(state_dir)
+    if state is None:
+        say(f"Nothing to stop: no {state_path(state_dir)}.")
+        return False
+    if state.worker_pid is not None:
+        say(stop_worker(state.worker_pid))
+    if state.starter_pid is not None:
+        say(stop_starter(state.starter_pid))
+    if state.server_pid is not None:
+        say(stop_server(state.server_pid))
+    else:
+        say(f"Left the Prefect server at {state.api_url} running (evalduck did not start it).")
+    state_path(state_dir).unlink(missing_ok=True)
+    return True
