@@ -9,74 +9,10 @@ lifecycle.py (serve, stop).
 
 from __future__ import annotations
 
-from flows.server.lifecycle import ServeOptions, serve, stop, ui_url_for, worker_env
-from flows.server.pool import (
-    deploy_all,
-    ensure_work_pool,
-    flow_run_command,
-    ui_api_url,
-    wait_worker_online,
-)
-from flows.server.processes import (
-    ensure_starter,
-    is_alive,
-    is_healthy,
-    log_tail,
-    start_server,
-    start_starter,
-    start_worker,
-    stop_server,
-    stop_starter,
-    stop_worker,
-    wait_healthy,
-)
-from flows.server.state import (
-    DEFAULT_PORT,
-    QUIET_ENV,
-    WORK_POOL,
-    ServeError,
-    ServeState,
-    child_env,
-    configured_api_url,
-    prefect_executable,
-    prefect_home,
-    read_state,
-    state_path,
-    write_state,
-)
+from flows.server import lifecycle, pool, processes, state
+from flows.server.lifecycle import *  # noqa: F403 - the package's names are its modules' names
+from flows.server.pool import *  # noqa: F403
+from flows.server.processes import *  # noqa: F403
+from flows.server.state import *  # noqa: F403
 
-__all__ = (
-    "DEFAULT_PORT",
-    "QUIET_ENV",
-    "ServeError",
-    "ServeState",
-    "WORK_POOL",
-    "child_env",
-    "configured_api_url",
-    "prefect_executable",
-    "prefect_home",
-    "read_state",
-    "state_path",
-    "write_state",
-    "ensure_starter",
-    "is_alive",
-    "is_healthy",
-    "log_tail",
-    "start_server",
-    "start_starter",
-    "start_worker",
-    "stop_server",
-    "stop_starter",
-    "stop_worker",
-    "wait_healthy",
-    "deploy_all",
-    "ensure_work_pool",
-    "flow_run_command",
-    "ui_api_url",
-    "wait_worker_online",
-    "ServeOptions",
-    "serve",
-    "stop",
-    "ui_url_for",
-    "worker_env",
-)
+__all__ = (*state.__all__, *processes.__all__, *pool.__all__, *lifecycle.__all__)

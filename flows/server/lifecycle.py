@@ -14,8 +14,6 @@ from pydantic import BaseModel, Field
 from flows.folder import STATE_DIR_ENV
 from flows.settings import CACHE_DIR_ENV, DB_ENV
 
-if TYPE_CHECKING:
-    pass
 
 from flows.server.pool import (
     deploy_all,
@@ -45,6 +43,8 @@ from flows.server.state import (
     write_state,
 )
 
+
+__all__ = ("ServeOptions", "ui_url_for", "worker_env", "serve", "stop")
 
 class ServeOptions(BaseModel):
     """Where things go; the CLI fills these from flags and environment variables."""

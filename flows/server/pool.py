@@ -21,6 +21,8 @@ from flows.server.processes import log_tail
 from flows.server.state import WORK_POOL, ServeError, child_env, prefect_executable
 
 
+__all__ = ("ui_api_url", "flow_run_command", "ensure_work_pool", "wait_worker_online", "deploy_all")
+
 def ui_api_url(base_url: str) -> str | None:
     """The API URL the browser UI will call, as the server announces it."""
     try:

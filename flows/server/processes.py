@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-if TYPE_CHECKING:
-    pass
 
 from flows.server.state import (
     QUIET_ENV,
@@ -26,6 +24,20 @@ from flows.server.state import (
     write_state,
 )
 
+
+__all__ = (
+    "is_healthy",
+    "wait_healthy",
+    "start_server",
+    "start_starter",
+    "ensure_starter",
+    "stop_starter",
+    "start_worker",
+    "is_alive",
+    "stop_worker",
+    "stop_server",
+    "log_tail",
+)
 
 def is_healthy(api_url: str, timeout: float = 2.0) -> bool:
     """True when `GET {api_url}/health` answers; the route stays open when basic auth is on."""

@@ -11,10 +11,23 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, ValidationError
 
-if TYPE_CHECKING:
-    pass
 
 
+
+__all__ = (
+    "WORK_POOL",
+    "DEFAULT_PORT",
+    "QUIET_ENV",
+    "ServeError",
+    "ServeState",
+    "state_path",
+    "read_state",
+    "write_state",
+    "prefect_executable",
+    "prefect_home",
+    "configured_api_url",
+    "child_env",
+)
 
 WORK_POOL = "evalduck-pool"
 DEFAULT_PORT = 4200
