@@ -1,6 +1,8 @@
 """`evalduck run` from the terminal, as a user runs it: one local Prefect server per project folder, started
 by the first run, reused by the next, ended by `evalduck stop`; a stale record is recovered; in CI nothing is
-left behind. Each test has its own folder and PREFECT_HOME, and finds our processes by that PREFECT_HOME."""
+left behind. Each test has its own folder and PREFECT_HOME, and finds our processes by that PREFECT_HOME. The
+first run starting the folder's server, the second reusing it (same server pid, the flow-run URL printed) and
+`evalduck stop` leaving nothing are in test_warm_starter.py, whose folder goes through exactly that."""
 
 from __future__ import annotations
 
@@ -26,24 +28,6 @@ def run(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProce
 
 def state(cwd: Path) -> dict[str, object]:
     return json.loads((cwd / ".evalduck" / "serve.json").read_text())
-
-
-def test_the_second_run_reuses_the_first_runs_server_and_stop_ends_it(folder: tuple[Path, dict[str, str]]) -> None:
-    cwd, env = folder
-    first = run(cwd, env, "--name", "reuse")
-    started = state(cwd)
-    assert "Started a local Prefect server for this folder" in first.stderr
-    assert started["prefect_home"] == env["PREFECT_HOME"]
-    second = run(cwd, env, "--name", "reuse")
-    assert state(cwd)["server_pid"] == started["server_pid"]
-    assert "Started a local Prefect server" not in second.stderr
-    assert f"{started['ui_url']}/runs/flow-run/" in first.stdout and f"{started['ui_url']}/runs/flow-run/" in second.stdout
-    assert started["server_pid"] in ours(env)
-
-    stopped = subprocess.run([CLI, "stop"], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
-    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-    assert none_left(env) == []
-    assert not (cwd / ".evalduck" / "serve.json").exists()
 
 
 class _NotOurs(http.server.BaseHTTPRequestHandler):

@@ -78,7 +78,11 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dic
         write_target(cwd, "one")
         _, first = run(cwd, env)
         assert first.returncode == 0, first.stdout + first.stderr
+        assert "Started a local Prefect server for this folder" in first.stderr
         assert "and a warm starter for the next runs" in first.stderr
+        started = record(cwd)
+        assert started["prefect_home"] == env["PREFECT_HOME"] and started["server_pid"] in ours(env)
+        assert f"{started['ui_url']}/runs/flow-run/" in first.stdout  # the run's page on the folder's server
         yield cwd, env
 
 
@@ -88,9 +92,12 @@ def test_later_runs_fork_from_the_warm_starter_and_see_a_changed_target(folder: 
     assert socket_path(cwd / ".evalduck").exists()
     seen = len(where(cwd))
 
+    server = record(cwd)["server_pid"]
     _, second = run(cwd, env)
     assert second.returncode == 0, second.stdout + second.stderr
     assert {r["ppid"] for r in where(cwd)[seen:]} == {starter}, "the target ran in a child of the starter"
+    assert record(cwd)["server_pid"] == server and "Started a local Prefect server" not in second.stderr  # reused
+    assert f"{record(cwd)['ui_url']}/runs/flow-run/" in second.stdout
     assert "flow run: http" in second.stdout and "results in" in second.stdout  # the same output as in-process
 
     write_target(cwd, "two")
@@ -135,10 +142,10 @@ def test_ending_the_client_ends_its_run(folder: tuple[Path, dict[str, str]], how
 def test_in_ci_runs_never_use_the_starter(folder: tuple[Path, dict[str, str]]) -> None:
     cwd, env = folder
     warm(cwd)
-    for extra, args in (({"CI": "true"}, ()), ({}, ("--ephemeral",))):
-        pid, proc = run(cwd, {**env, **extra}, *args)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert where(cwd)[-1]["pid"] == pid
+    # CI only: --ephemeral and EVALDUCK_EPHEMERAL=1 take the same branch of flows.launch (flows.folder.ephemeral)
+    pid, proc = run(cwd, {**env, "CI": "true"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert where(cwd)[-1]["pid"] == pid
 
 
 def test_a_stale_starter_record_is_replaced(folder: tuple[Path, dict[str, str]]) -> None:
@@ -166,4 +173,5 @@ def test_stop_ends_the_starter_and_leaves_nothing_of_ours(folder: tuple[Path, di
     stopped = subprocess.run([CLI, "stop"], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
     assert stopped.returncode == 0 and "the warm starter (pid" in stopped.stdout, stopped.stdout + stopped.stderr
     assert none_left(env) == []
+    assert not (cwd / ".evalduck" / "serve.json").exists()
     assert not socket_path(cwd / ".evalduck").exists()

@@ -55,3 +55,30 @@ def test_the_starter_waits_for_a_quiet_gap_between_runs_in_their_own_process(tmp
     with running_here(tmp_path):
         assert wait_until_quiet(tmp_path, quiet_s=0.2, poll_s=0.05, limit_s=0.6) is False
     assert wait_until_quiet(tmp_path, quiet_s=0.2, poll_s=0.05, limit_s=5.0) is True
+
+
+@pytest.mark.parametrize(("env", "args"), [({"CI": "true"}, []), ({"EVALDUCK_EPHEMERAL": "1"}, []), ({}, ["--ephemeral"])])
+def test_ephemeral_runs_never_ask_the_starter(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str], args: list[str]
+) -> None:
+    import flows.cli
+    import flows.launch
+    import flows.warm.client
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("EVALDUCK_STATE_DIR", raising=False)
+    for key in ("CI", "EVALDUCK_EPHEMERAL"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    asked: list[list[str]] = []
+    monkeypatch.setattr(flows.warm.client, "run_via_starter", lambda kind, a: asked.append(a))
+    monkeypatch.setattr(flows.cli, "main", lambda: None)
+    monkeypatch.setattr("sys.argv", ["evalduck", "run", "data.jsonl", *args])
+    flows.launch.main()
+    assert asked == []
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("EVALDUCK_EPHEMERAL", raising=False)
+    monkeypatch.setattr("sys.argv", ["evalduck", "run", "data.jsonl"])
+    flows.launch.main()  # the same command, not ephemeral: the starter is asked
+    assert asked == [["run", "data.jsonl"]]
