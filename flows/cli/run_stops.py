@@ -29,14 +29,26 @@ class Terminated(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM, and Ctrl-C, raised where the run is. Ctrl-C gets a handler of ours too: with Python's own,
+    ``asyncio.run`` only cancels its main task on the first Ctrl-C, and a cancellation that lands inside
+    Prefect's task machinery can be absorbed, leaving the run waiting on its hung target (seen in CI)."""
+
     def terminate(signum: int, frame: object) -> None:
         raise Terminated()
 
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt()
+
     previous = signal.signal(signal.SIGTERM, terminate)
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupt)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if previous_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, previous_int)
 
 
 def stop(err: Console, exc: Exception, code: int) -> NoReturn:
