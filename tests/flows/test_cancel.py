@@ -58,9 +58,14 @@ def test_a_signal_ends_a_hung_cli_run_as_cancelled(api_url: str, tmp_path: Path,
     (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     mark = tmp_path / "called"
     env = {**os.environ, "PREFECT_API_URL": api_url, "MARK": str(mark)}
+    # As a terminal's foreground command has them: an earlier test may leave this process ignoring SIGINT,
+    # and an ignored signal stays ignored in a child (Python then installs no Ctrl-C handler at all).
+    inherited = signal.getsignal(signal.SIGINT)
     proc = subprocess.Popen([CLI, "run", "data.jsonl", "-s", "tone-scorer", "--target", "hangs:answer",
                              "--concurrency", "1", "--chunk-size", "1"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: (signal.signal(signal.SIGINT, signal.SIG_DFL),
+                                                signal.signal(signal.SIGTERM, signal.SIG_DFL)))
     try:
         deadline = time.monotonic() + 120
         while not mark.exists():
@@ -68,7 +73,10 @@ def test_a_signal_ends_a_hung_cli_run_as_cancelled(api_url: str, tmp_path: Path,
             time.sleep(0.1)
         time.sleep(0.5)
         proc.send_signal(signum)
-        out, err = proc.communicate(timeout=20)  # "within a few seconds"; raises if it hangs
+        try:
+            out, err = proc.communicate(timeout=20)  # "within a few seconds"
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running 20 s after signal {signum} (this process's SIGINT handler: {inherited!r})")
     finally:
         if proc.poll() is None:
             proc.kill()
