@@ -22,7 +22,15 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 HOLD = """
 import duckdb, pathlib, sys, time
-con = duckdb.connect(sys.argv[1])  # read-write: no other process can open the file now
+deadline = time.monotonic() + 30
+while True:  # the run's writer may hold the file for a moment: take it as soon as it is free
+    try:
+        con = duckdb.connect(sys.argv[1])  # read-write: no other process can open the file now
+        break
+    except duckdb.IOException:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.01)
 pathlib.Path(sys.argv[2]).touch()
 time.sleep(60)
 """
