@@ -22,6 +22,7 @@ from prefect.artifacts import (
 )
 
 from flows.display import md_code, md_text
+from flows.gate import direction_note
 
 __all__ = ("artifact_key", "ProgressArtifact", "summary_rows", "publish_summary", "publish_comparison",
            "comparison_markdown")
@@ -78,12 +79,14 @@ def _num(value: Any, digits: int = 3) -> Any:
 
 
 def summary_rows(per_scorer: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per scorer: mean over scored cells, counts, judge tokens and cost (spent by this run)."""
+    """One row per scorer: its direction, mean over scored cells, counts (skipped cells apart: not scorable or
+    no judge), judge tokens and cost (spent by this run)."""
     rows = []
     for s in per_scorer:
         tokens = (s.get("prompt_tokens") or 0) + (s.get("completion_tokens") or 0)
         rows.append({
             "scorer": s["scorer_id"],
+            "higher_is_better": s.get("higher_is_better") is not False,
             "mean": _num(s.get("mean_score")),
             "scored": int(s.get("n_scored") or 0),
             "errored": int(s.get("n_errors") or 0),
@@ -114,7 +117,8 @@ def comparison_markdown(rows: Sequence[Mapping[str, Any]], run_a: str, run_b: st
         f"# {md_text(name or 'eval')}: this run vs the previous one",
         "",
         f"Previous run {md_code(run_a)}, this run {md_code(run_b)}. Delta = this − previous, paired per item; "
-        "the interval is the 95% confidence interval of the mean paired delta.",
+        "the interval is the 95% confidence interval of the mean paired delta. For a scorer marked "
+        "\"lower is better\", a rise is the regression.",
         "",
         "| scorer | previous mean | this mean | delta | 95% CI | paired | improved | regressed | note |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -123,7 +127,7 @@ def comparison_markdown(rows: Sequence[Mapping[str, Any]], run_a: str, run_b: st
         ci = f"[{_fmt(r.get('ci_low'), True)}, {_fmt(r.get('ci_high'), True)}]"
         warning = r.get("warning") or r.get("warnings") or ""
         lines.append(
-            f"| {md_text(r.get('scorer_id'))} | {_fmt(r.get('mean_a'))} | {_fmt(r.get('mean_b'))} | "
+            f"| {md_text(str(r.get('scorer_id')) + direction_note(r))} | {_fmt(r.get('mean_a'))} | {_fmt(r.get('mean_b'))} | "
             f"{_fmt(r.get('mean_delta'), True)} | {ci} | {r.get('n_paired', 0)} | {r.get('n_improved', 0)} | "
             f"{r.get('n_regressed', 0)} | {md_text(warning)} |"
         )

@@ -18,7 +18,7 @@ from rich.table import Table
 from flows.cli import app, db_path, fail
 from flows.cli.errors import label, value_error
 from flows.display import literal
-from flows.gate import gate, rule_text
+from flows.gate import direction_note, gate, rule_text
 from flows.store import RunRecord, Store, StoreError
 
 __all__ = ("runs", "show", "compare", "sql")
@@ -116,7 +116,7 @@ def show(
         table.add_column(column, justify="left" if column in ("scorer", "version", "judge") else "right")
     for s in summary.scorers:
         table.add_row(
-            literal(s["scorer_id"]), literal(s["scorer_version"] or "–"), literal(s["judge_model"] or "–"),
+            literal(s["scorer_id"], direction_note(s)), literal(s["scorer_version"] or "–"), literal(s["judge_model"] or "–"),
             str(s["n_scored"]), str(s["n_errors"]), str(s["n_skipped"]), _num(s["mean_score"]),
             _num(s["stddev_score"]), _num(s["min_score"]), _num(s["max_score"]), _num(s["cost"], 4),
         )
@@ -163,7 +163,8 @@ def compare(
         float | None,
         typer.Option(
             "--fail-below", min=0.0,
-            help="Exit 1 when some scorer's 95% upper bound on the paired delta (B - A) is below -DELTA",
+            help="Exit 1 when some scorer's 95% upper bound on the paired delta (B - A) is below -DELTA (for a "
+            "lower-is-better scorer: its 95% lower bound is above +DELTA)",
             metavar="DELTA",
         ),
     ] = None,
@@ -206,8 +207,8 @@ def compare(
     if verdict.ungated:
         _consoles.out.print(literal("Not gated (fewer than 2 items scored in both runs): ", ", ".join(verdict.ungated)))
     if not verdict.regressed:
-        _consoles.out.print(f"OK: no scorer's 95% upper bound on the paired delta is below -{fail_below:g}",
-                            highlight=False)
+        _consoles.out.print(f"OK: no scorer's 95% upper bound on the paired delta is below -{fail_below:g} "
+                            f"(nor a lower-is-better scorer's 95% lower bound above +{fail_below:g})", highlight=False)
         return
     _consoles.err.print(literal("REGRESSION: ", ", ".join(verdict.regressed), f": {rule_text(fail_below or 0.0)}"))
     raise typer.Exit(REGRESSION)
@@ -221,7 +222,8 @@ def _comparison_table(rows: list[dict[str, Any]], a: str, b: str, failing: list[
     for row in rows:
         ci = f"[{_num(row['ci_low'], signed=True)}, {_num(row['ci_high'], signed=True)}]"
         table.add_row(
-            literal(row["scorer_id"], style="red" if row["scorer_id"] in failing else ""), _num(row["mean_a"]),
+            literal(row["scorer_id"], direction_note(row), style="red" if row["scorer_id"] in failing else ""),
+            _num(row["mean_a"]),
             _num(row["mean_b"]),
             _num(row["mean_delta"], signed=True), ci, str(row["n_paired"]),
             f"{row['n_improved']}/{row['n_regressed']}/{row['n_unchanged']}", f"{row['n_errors_a']}/{row['n_errors_b']}",

@@ -28,6 +28,7 @@ from flows.cli.run_stops import (
     stop_locked,
 )
 from flows.display import literal, shell_word
+from flows.gate import direction_note
 from scorers import PREBUILT
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def _summary_table(result: Any) -> Table:
     for scorer, s in result.summary["scorers"].items():
         mean = "–" if s["mean"] is None else f"{s['mean']:.3f}"
         cost = "–" if s["judge_cost_usd"] is None else f"{s['judge_cost_usd']:.4f}"
-        row: list[Any] = [literal(scorer), mean, str(s["scored"]), str(s["errored"]), str(s["skipped"]),
+        row: list[Any] = [literal(scorer, direction_note(s)), mean, str(s["scored"]), str(s["errored"]), str(s["skipped"]),
                           str(s["judge_tokens"]), cost]
         if previous:
             c = previous.get(scorer)

@@ -54,10 +54,14 @@ def test_artifact_keys_and_comparison_markdown() -> None:
              "ci_high": -0.05, "n_paired": 20, "n_improved": 2, "n_regressed": 15, "warning": None}]
     text = comparison_markdown(rows, "run-a", "run-b", "nightly")
     assert "| tone-scorer | 0.800 | 0.700 | -0.100 | [-0.150, -0.050] | 20 | 2 | 15 |  |" in text
-    assert summary_rows([{"scorer_id": "t", "mean_score": 0.12345, "n_scored": 3, "n_errors": 1, "n_skipped": 0,
-                          "prompt_tokens": 10, "completion_tokens": 5, "cost": None}]) == [
-        {"scorer": "t", "mean": 0.123, "scored": 3, "errored": 1, "skipped": 0, "judge_tokens": 15,
-         "judge_cost_usd": None}]
+    assert summary_rows([{"scorer_id": "t", "mean_score": 0.12345, "n_scored": 3, "n_errors": 1, "n_skipped": 2,
+                          "prompt_tokens": 10, "completion_tokens": 5, "cost": None, "higher_is_better": True}]) == [
+        {"scorer": "t", "higher_is_better": True, "mean": 0.123, "scored": 3, "errored": 1, "skipped": 2,
+         "judge_tokens": 15, "judge_cost_usd": None}]
+    # A lower-is-better scorer says so in the comparison, where its rise is the regression.
+    lower = [{**rows[0], "scorer_id": "bias-scorer", "higher_is_better": False}]
+    assert "| bias-scorer \\(lower is better\\) | 0.800 |" in comparison_markdown(lower, "a", "b", None)
+    assert "a rise is the regression" in comparison_markdown(lower, "a", "b", None)
 
 
 def test_comparison_markdown_shows_user_strings_as_text() -> None:
