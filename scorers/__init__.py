@@ -8,10 +8,11 @@
 from __future__ import annotations
 
 from scorers._cache_key import canonical_json
-from scorers._context import ScorerInput, StepContext
+from scorers._context import ScorerInput, StepContext, check_context, check_expected_tool, check_tool_order
 from scorers._errors import (
     ConfigError,
     EvalduckError,
+    NotScorable,
     ScorerInputError,
     StepResultError,
     describe_validation,
@@ -66,6 +67,7 @@ __all__ = (
     "EvalduckError",
     "ConfigError",
     "ScorerInputError",
+    "NotScorable",
     "StepResultError",
     "JudgeError",
     "JudgeTransientError",
@@ -77,6 +79,9 @@ __all__ = (
     "canonical_json",
     "error_rule",
     "check_text_field",
+    "check_context",
+    "check_expected_tool",
+    "check_tool_order",
     "run_sync",
     "PREBUILT",
     "PrebuiltScorer",
