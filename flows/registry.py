@@ -26,6 +26,7 @@ class Skipped:
     scorer_id: str
     reason: str
     version: str = ""
+    higher_is_better: bool = True
 
 
 def no_judge_message(scorer_id: str) -> str:
