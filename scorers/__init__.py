@@ -40,8 +40,12 @@ from scorers.prebuilt import (
     PREBUILT,
     PrebuiltScorer,
     create_answer_relevancy_scorer,
+    create_completeness_scorer,
+    create_content_similarity_scorer,
+    create_keyword_coverage_scorer,
     create_textual_difference_scorer,
     create_tone_scorer,
+    create_tool_call_accuracy_scorer_code,
 )
 
 __all__ = (
@@ -49,6 +53,10 @@ __all__ = (
     "create_answer_relevancy_scorer",
     "create_tone_scorer",
     "create_textual_difference_scorer",
+    "create_completeness_scorer",
+    "create_content_similarity_scorer",
+    "create_keyword_coverage_scorer",
+    "create_tool_call_accuracy_scorer_code",
     "Scorer",
     "Step",
     "JudgePrompt",

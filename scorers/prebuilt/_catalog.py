@@ -12,8 +12,12 @@ from types import MappingProxyType
 
 from scorers.prebuilt._declare import PrebuiltScorer
 from scorers.prebuilt.answer_relevancy import create_answer_relevancy_scorer
+from scorers.prebuilt.completeness import create_completeness_scorer
+from scorers.prebuilt.content_similarity import create_content_similarity_scorer
+from scorers.prebuilt.keyword_coverage import create_keyword_coverage_scorer
 from scorers.prebuilt.textual_difference import create_textual_difference_scorer
 from scorers.prebuilt.tone import create_tone_scorer
+from scorers.prebuilt.tool_call_accuracy_code import create_tool_call_accuracy_scorer_code
 
 __all__ = ("FACTORIES", "PREBUILT")
 
@@ -25,8 +29,11 @@ FACTORIES = (
     # judge scorers (SCORERS.md 1), in this order:
     # faithfulness, hallucination, answer similarity, context precision, context relevance, bias, toxicity,
     # prompt alignment, llm tool-call accuracy
-    # code scorers (SCORERS.md 2), in this order: completeness, content similarity, keyword coverage,
-    # code tool-call accuracy
+    # code scorers (SCORERS.md 2)
+    create_completeness_scorer,
+    create_content_similarity_scorer,
+    create_keyword_coverage_scorer,
+    create_tool_call_accuracy_scorer_code,
 )
 
 PREBUILT: Mapping[str, PrebuiltScorer] = MappingProxyType({p.id: p for p in map(PrebuiltScorer.of, FACTORIES)})

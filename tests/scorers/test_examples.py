@@ -16,6 +16,10 @@ MODULES = [
     "scorers.prebuilt.answer_relevancy",
     "scorers.prebuilt.tone",
     "scorers.prebuilt.textual_difference",
+    "scorers.prebuilt.completeness",
+    "scorers.prebuilt.content_similarity",
+    "scorers.prebuilt.keyword_coverage",
+    "scorers.prebuilt.tool_call_accuracy_code",
 ]
 
 
