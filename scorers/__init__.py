@@ -19,6 +19,7 @@ from scorers._errors import (
     error_rule,
 )
 from scorers._judge import JUDGE_MODEL_ENV, JudgeSettings
+from scorers._load import load_scorer, locate_scorer
 from scorers._messages import check_text_field
 from scorers._pipeline import PipelineState, RunStep, walk_steps
 from scorers._result import JudgeUsage, ScorerResult, StepOutput
@@ -59,6 +60,8 @@ from scorers.prebuilt import (
 
 __all__ = (
     "create_scorer",
+    "load_scorer",
+    "locate_scorer",
     "create_answer_relevancy_scorer",
     "create_tone_scorer",
     "create_textual_difference_scorer",

@@ -12,6 +12,7 @@ import pytest
 MODULES = [
     "scorers",
     "scorers._scorer",
+    "scorers._load",
     "scorers.judge",
     "scorers.prebuilt.answer_relevancy",
     "scorers.prebuilt.tone",
