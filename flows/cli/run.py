@@ -29,7 +29,7 @@ from flows.cli.run_stops import (
 )
 from flows.display import literal, shell_word
 from flows.gate import direction_note
-from scorers import PREBUILT
+from flows.config import DEFAULT_SCORERS, SCORER_ID_HELP
 
 if TYPE_CHECKING:
     from flows.config import EvalConfig
@@ -110,7 +110,8 @@ def run(
     dataset: Annotated[Path, typer.Argument(help="Dataset file: .jsonl, .json, .csv or .parquet.")],
     scorer: Annotated[
         Optional[list[str]],
-        typer.Option("--scorer", "-s", help=f"Scorer id (repeatable): {', '.join(PREBUILT)}. Default: the three seeds (answer relevancy, tone, textual difference)."),
+        typer.Option("--scorer", "-s", help=f"Scorer (repeatable). {SCORER_ID_HELP} Default: the three seeds "
+                     f"({', '.join(DEFAULT_SCORERS)})."),
     ] = None,
     target: Annotated[
         Optional[str],
