@@ -100,10 +100,11 @@ def show(
     run: Annotated[str, typer.Argument(help="Run id, run name (its newest run), latest or previous")],
     worst: Annotated[int, typer.Option("--worst", min=0, help="Lowest-scored items to list per scorer")] = 5,
 ) -> None:
-    """Summarise one run: per-scorer means and errors, then its worst items."""
+    """Summarise one run: per-scorer means, errors and skipped cells (with why), then its worst items."""
     with _store(ctx) as store:
         summary = store.run_summary(run)
         worst_items = store.worst_items(summary.run.run_id, worst) if worst else []
+        skipped = store.skipped_reasons(summary.run.run_id)
     r = summary.run
     _consoles.out.print(literal((r.run_id, "bold"), "  name=", r.name or "–", f"  status={r.status}  "
                                 f"started={_when(r.started_at)}  finished={_when(r.finished_at)}"))
@@ -121,14 +122,34 @@ def show(
             _num(s["stddev_score"]), _num(s["min_score"]), _num(s["max_score"]), _num(s["cost"], 4),
         )
     _consoles.out.print(table)
+    if skipped:
+        reasons = Table(title="Skipped cells (not scored: out of the means)")
+        for column in ("scorer", "cells", "reason"):
+            reasons.add_column(column, overflow="fold", justify="right" if column == "cells" else "left")
+        for k in skipped:
+            reasons.add_row(literal(k["scorer_id"]), str(k["cells"]), literal((k["reason"] or "")[:300], multiline=True))
+        _consoles.out.print(reasons)
     if worst_items:
         items = Table(title=f"Worst items (up to {worst} per scorer; errors first)")
-        for column in ("scorer", "item", "status", "score", "reason / error"):
+        fields = [_item_fields(w) for w in worst_items]
+        for column in ("scorer", "item", "status", "score", "reason / error") + (("item fields",) if any(fields) else ()):
             items.add_column(column, overflow="fold")
-        for w in worst_items:
+        for w, shown in zip(worst_items, fields):
             items.add_row(literal(w["scorer_id"]), literal(w["item_id"]), w["status"], _num(w["score"]),
-                          literal((w["detail"] or "")[:200], multiline=True))
+                          literal((w["detail"] or "")[:200], multiline=True), *((literal(shown),) if any(fields) else ()))
         _consoles.out.print(items)
+
+
+def _item_fields(cell: dict[str, Any]) -> str:
+    """The RAG and agent fields of a worst item, briefly: what it was scored against."""
+    parts = []
+    if cell.get("n_passages") is not None:
+        parts.append(f"{cell['n_passages']} passage(s)")
+    if cell.get("expected_tool_order"):
+        parts.append("expects " + " → ".join(cell["expected_tool_order"]))
+    elif cell.get("expected_tool"):
+        parts.append(f"expects {cell['expected_tool']}")
+    return "; ".join(parts)
 
 
 _UNFINISHED = {

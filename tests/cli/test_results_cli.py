@@ -197,6 +197,27 @@ def test_a_lower_is_better_scorer_fails_the_gate_when_it_rises(tmp_path: Path) -
     assert "hallucination-scorer (lower is better)" in _cli(db, "show", "high")[1]
 
 
+def test_show_lists_why_cells_were_skipped_and_the_items_rag_and_agent_fields(tmp_path: Path) -> None:
+    db = tmp_path / "evals.duckdb"
+    store = Store(db)
+    store.start_run("r", "rag", "rag.jsonl", "h1", {}, items=[
+        {"item_id": "q0", "input": "q", "context": ["p1", "p2"]},
+        {"item_id": "q1", "input": "q", "expected_tool_order": ["search_flights", "book_flight"]},
+        {"item_id": "q2", "input": "q"}])
+    store.write_scores("r", [
+        {"item_id": "q0", "scorer_id": "faithfulness-scorer", "scorer_version": "1", "score": 0.25},
+        {"item_id": "q1", "scorer_id": "code-tool-call-accuracy-scorer", "scorer_version": "1", "score": 0.0},
+        {"item_id": "q2", "scorer_id": "faithfulness-scorer", "scorer_version": "1", "status": "skipped",
+         "reason": "faithfulness-scorer needs a context"},
+        {"item_id": "q2", "scorer_id": "code-tool-call-accuracy-scorer", "scorer_version": "1", "status": "skipped",
+         "reason": "needs a tool expectation"}])
+    store.finish_run("r", "completed")
+    code, out, _ = _cli(db, "show", "r")
+    assert code == 0
+    assert "Skipped cells" in out and "faithfulness-scorer needs a context" in out and "needs a tool expectation" in out
+    assert "2 passage(s)" in out and "expects search_flights → book_flight" in out
+
+
 @pytest.mark.parametrize("command", [["runs"], ["show", "latest"], ["compare", "a", "b"], ["sql", "SELECT 1"]])
 def test_reading_a_missing_results_file_is_a_usage_error_and_creates_nothing(tmp_path: Path, command: list[str]) -> None:
     missing = tmp_path / "typo.duckdb"
