@@ -83,7 +83,7 @@ def completeness_score(analysis: Mapping[str, Any]) -> float:
     return sum(1 for e in ref if covered(e, out)) / len(ref)
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=False)
+@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output", "ground truth (else input)"))
 def create_completeness_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How many of the ground truth's (else the input's) words, as lemmas, the output covers. No options.
 

@@ -59,7 +59,7 @@ def dice(first: str, second: str) -> float:
     return 2.0 * matches / (len(a) + len(b) - 2)
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=False)
+@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output", "ground truth (else input)"))
 def create_content_similarity_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How similar the output's characters are to the ground truth's (else the input's first user message):
     Sørensen-Dice over character bigrams, whitespace ignored, 1 for identical texts.
