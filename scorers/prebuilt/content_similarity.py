@@ -56,7 +56,8 @@ def dice(first: str, second: str) -> float:
         return 0.0
     # Walking b's bigrams and taking each from a's multiset while any is left matches, for every bigram,
     # as many as the smaller of its two counts: the size of the multisets' intersection.
-    matches = sum((Counter(zip(a, a[1:])) & Counter(zip(b, b[1:]))).values())
+    in_a = Counter(zip(a, a[1:]))
+    matches = sum(min(n, in_a.get(bigram, 0)) for bigram, n in Counter(zip(b, b[1:])).items())
     return 2.0 * matches / (len(a) + len(b) - 2)
 
 
