@@ -76,7 +76,7 @@ def coverage_score(analysis: Mapping[str, int]) -> float:
     return 1.0 if total == 0 else analysis["matchedKeywords"] / total
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=False)
+@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output", "ground truth (else input)"))
 def create_keyword_coverage_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """The share of the ground truth's (else the input's) keywords, stop words and numbers left out, that
     the output contains. No options.

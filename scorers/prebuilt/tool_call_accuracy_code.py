@@ -87,7 +87,7 @@ def tool_call_score(analysis: Mapping[str, Any]) -> float:
     return 1.0 if analysis["correctToolCalled"] else 0.0
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=False)
+@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output tool calls", "expected tool or tool order"))
 def create_tool_call_accuracy_scorer_code(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """Whether the output's tool calls include the expected tool, or the expected tools in order (0 or 1).
 
