@@ -30,8 +30,8 @@ VERSION = "1"
 Mode = Literal["user", "system", "both"]
 WEIGHTS: dict[str, tuple[float, float, float, float]] = {
     "user": (0.4, 0.3, 0.2, 0.1),
-    "both": (0.4, 0.3, 0.2, 0.1),
     "system": (0.35, 0.35, 0.15, 0.15),
+    "both": (0.4, 0.3, 0.2, 0.1),
 }
 
 INSTRUCTIONS = """\
@@ -122,7 +122,7 @@ def _prompts(ctx: StepContext, mode: str) -> dict[str, str]:
     """The prompt(s) the mode judges against, or NotScorable naming the mode and the other modes."""
     user = input_text(ctx.run.input) if ctx.run.input is not None else ""
     system = system_prompt(ctx.run.input)
-    others = ", ".join(repr(m) for m in WEIGHTS if m != mode)
+    others = " or ".join(repr(m) for m in WEIGHTS if m != mode)
     if mode in ("user", "both") and not user.strip():
         raise NotScorable(
             f"{SCORER_ID} in evaluation_mode {mode!r} needs a user prompt: the input has no non-blank user "

@@ -168,7 +168,7 @@ def _toxicity(prompt: str) -> dict[str, Any]:
 
 
 def _alignment(prompt: str) -> dict[str, Any]:
-    asked = " ".join(_tagged(prompt, tag) for tag in ("user_prompt", "system_prompt"))
+    asked = _tagged(prompt, "user_prompt") or _tagged(prompt, "system_prompt")  # what the output must answer
     share = overlap(asked, _tagged(prompt, "output"))
     score = 1.0 if share >= 0.5 else 0.5 if share > 0 else 0.0
     met = score == 1.0
