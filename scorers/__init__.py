@@ -19,6 +19,7 @@ from scorers._errors import (
     error_rule,
 )
 from scorers._judge import JUDGE_MODEL_ENV, JudgeSettings
+from scorers._load import load_scorer, locate_scorer
 from scorers._messages import check_text_field
 from scorers._pipeline import PipelineState, RunStep, walk_steps
 from scorers._result import JudgeUsage, ScorerResult, StepOutput
@@ -40,6 +41,9 @@ from scorers.prebuilt import (
     PREBUILT,
     PrebuiltScorer,
     create_answer_relevancy_scorer,
+    create_completeness_scorer,
+    create_content_similarity_scorer,
+    create_keyword_coverage_scorer,
     create_textual_difference_scorer,
     create_tone_scorer,
     create_faithfulness_scorer,
@@ -51,10 +55,13 @@ from scorers.prebuilt import (
     create_toxicity_scorer,
     create_prompt_alignment_scorer,
     create_tool_call_accuracy_scorer_llm,
+    create_tool_call_accuracy_scorer_code,
 )
 
 __all__ = (
     "create_scorer",
+    "load_scorer",
+    "locate_scorer",
     "create_answer_relevancy_scorer",
     "create_tone_scorer",
     "create_textual_difference_scorer",
@@ -67,6 +74,10 @@ __all__ = (
     "create_toxicity_scorer",
     "create_prompt_alignment_scorer",
     "create_tool_call_accuracy_scorer_llm",
+    "create_completeness_scorer",
+    "create_content_similarity_scorer",
+    "create_keyword_coverage_scorer",
+    "create_tool_call_accuracy_scorer_code",
     "Scorer",
     "Step",
     "JudgePrompt",

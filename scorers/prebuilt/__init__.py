@@ -12,10 +12,14 @@ from scorers.prebuilt.faithfulness import create_faithfulness_scorer
 from scorers.prebuilt.hallucination import create_hallucination_scorer
 from scorers.prebuilt.prompt_alignment import create_prompt_alignment_scorer
 from scorers.prebuilt.answer_relevancy import create_answer_relevancy_scorer
+from scorers.prebuilt.completeness import create_completeness_scorer
+from scorers.prebuilt.content_similarity import create_content_similarity_scorer
+from scorers.prebuilt.keyword_coverage import create_keyword_coverage_scorer
 from scorers.prebuilt.textual_difference import create_textual_difference_scorer
 from scorers.prebuilt.tone import create_tone_scorer
 from scorers.prebuilt.tool_call_accuracy_llm import create_tool_call_accuracy_scorer_llm
 from scorers.prebuilt.toxicity import create_toxicity_scorer
+from scorers.prebuilt.tool_call_accuracy_code import create_tool_call_accuracy_scorer_code
 
 __all__ = (
     "PREBUILT",
@@ -32,4 +36,8 @@ __all__ = (
     "create_toxicity_scorer",
     "create_prompt_alignment_scorer",
     "create_tool_call_accuracy_scorer_llm",
+    "create_completeness_scorer",
+    "create_content_similarity_scorer",
+    "create_keyword_coverage_scorer",
+    "create_tool_call_accuracy_scorer_code",
 )

@@ -163,7 +163,7 @@ def _no_statements_reason(ctx: StepContext) -> Any:
     return f"The score is {ctx.score} because the output is empty, so nothing in it addresses the question."
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input", "output"))
 def create_answer_relevancy_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How relevant the output is to the question, by an LLM judge.
 

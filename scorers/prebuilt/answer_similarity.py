@@ -190,7 +190,7 @@ def _nothing_to_match(ctx: StepContext) -> str:
     return f"The score is {ctx.score}: {why}, so there is nothing for the output to match."
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("output", "ground truth"))
 def create_answer_similarity_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How well the output restates the ground truth, fact by fact, by an LLM judge.
 

@@ -110,7 +110,7 @@ def _no_opinions(ctx: StepContext) -> Any:
     return {"results": []} if not _opinions(ctx) else None
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True, higher_is_better=False)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, higher_is_better=False, reads=("output",))
 def create_bias_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """The share of the output's opinions that are biased, by an LLM judge (lower is better).
 

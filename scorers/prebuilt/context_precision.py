@@ -69,7 +69,7 @@ def average_precision(verdicts: Sequence[Mapping[str, Any]]) -> float:
     return precision / total
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input", "output", "context (else option)"))
 def create_context_precision_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """Whether the passages useful for the output were retrieved first (mean average precision), by an LLM judge.
 

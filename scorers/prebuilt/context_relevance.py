@@ -101,7 +101,7 @@ def relevance_score(analysis: Mapping[str, Any], penalties: Penalties, scale: fl
     return scaled(max(0.0, base - unused - missing), scale)
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input", "output", "context (else option)"))
 def create_context_relevance_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How relevant and how used the retrieved passages were, with penalties, by an LLM judge.
 

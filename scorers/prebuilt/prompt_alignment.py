@@ -141,7 +141,7 @@ def _prompts(ctx: StepContext, mode: str) -> dict[str, str]:
     return prompts
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input (user, system)", "output"))
 def create_prompt_alignment_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How well the output serves the prompt's intent, requirements, completeness and format, by an LLM judge.
 

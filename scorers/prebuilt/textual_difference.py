@@ -41,7 +41,7 @@ def difference_score(analysis: Mapping[str, float | int], scale: float) -> float
     return float(analysis["ratio"]) * float(analysis["confidence"]) * scale
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=False)
+@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output", "ground truth (else input)"))
 def create_textual_difference_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How close the output's text is to the ground truth (else the input); identical texts score ``scale``.
 

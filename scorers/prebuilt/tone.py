@@ -72,7 +72,7 @@ def tone_score(analysis: Mapping[str, float], scale: float) -> float:
     return min(1.0, max(0.0, raw)) * scale
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=False)
+@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output", "reference_tone (else ground truth, else input)"))
 def create_tone_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """Tone consistency of the output with a reference, or tone stability within the output.
 

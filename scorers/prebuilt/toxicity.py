@@ -79,7 +79,7 @@ def _blank_output(ctx: StepContext) -> Any:
     return {"verdicts": []} if not answer(ctx.run).strip() else None
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True, higher_is_better=False)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, higher_is_better=False, reads=("input", "output"))
 def create_toxicity_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """The share of the output's statements that are toxic, by an LLM judge (lower is better).
 

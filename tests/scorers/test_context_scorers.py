@@ -10,7 +10,7 @@ from scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_context
 from scorers.prebuilt.context_precision import average_precision
 from scorers.testing.fake_openai import FakeOpenAIServer
 
-from judged import JUDGE, run_step, score
+from judged import JUDGE
 
 QUESTION = "When was the Eiffel Tower completed?"
 CONTEXT = ["Bananas are yellow fruit.", "The Eiffel Tower was completed in 1889.", "Paris has many museums."]
@@ -34,14 +34,14 @@ def precision(*values: str, order: list[int] | None = None) -> dict[str, Any]:
         ([], 0.0),
     ],
 )
-def test_precision_formula(values: list[str], expected: float) -> None:
-    assert score(create_context_precision_scorer(JUDGE), precision(*values), input=QUESTION, context=CONTEXT) == expected
+def test_precision_formula(values: list[str], expected: float, step_result: Any) -> None:
+    assert step_result(create_context_precision_scorer(JUDGE), "generate_score", precision(*values), input=QUESTION, context=CONTEXT) == expected
 
 
-def test_precision_sorts_by_index_and_scales() -> None:
+def test_precision_sorts_by_index_and_scales(step_result: Any) -> None:
     shuffled = precision("no", "yes", "no", "yes", order=[3, 1, 0, 2])
     assert average_precision(shuffled["analyze"]["verdicts"]) == 0.5
-    assert score(create_context_precision_scorer(JUDGE, scale=5), shuffled, input=QUESTION, context=CONTEXT) == 2.5
+    assert step_result(create_context_precision_scorer(JUDGE, scale=5), "generate_score", shuffled, input=QUESTION, context=CONTEXT) == 2.5
 
 
 def relevance(levels: list[str], used: list[bool], missing: int = 0) -> dict[str, Any]:
@@ -65,9 +65,9 @@ def relevance(levels: list[str], used: list[bool], missing: int = 0) -> dict[str
         (["high"], [False], 2, {"penalties": {"unusedHighRelevanceContext": 0.5, "max_missing_context_penalty": 0.2}}, 0.3),
     ],
 )
-def test_relevance_formula(levels: list[str], used: list[bool], missing: int, options: dict[str, Any], expected: float) -> None:
+def test_relevance_formula(levels: list[str], used: list[bool], missing: int, options: dict[str, Any], expected: float, step_result: Any) -> None:
     scorer = create_context_relevance_scorer(JUDGE, **options)
-    assert score(scorer, relevance(levels, used, missing), input=QUESTION, context=CONTEXT) == expected
+    assert step_result(scorer, "generate_score", relevance(levels, used, missing), input=QUESTION, context=CONTEXT) == expected
 
 
 def test_precision_against_the_fake_judge(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
@@ -118,22 +118,22 @@ def test_no_context_is_not_scorable(factory: Any, fake: FakeOpenAIServer, fake_j
          lambda i: {"context_index": i, "contextPiece": "p", "relevanceLevel": "high", "wasUsed": True, "reasoning": "r"}),
     ],
 )
-def test_indices_must_be_exactly_zero_to_n_minus_one(factory: Any, field: str, entry: Any, fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
+def test_indices_must_be_exactly_zero_to_n_minus_one(factory: Any, field: str, entry: Any, fake: FakeOpenAIServer, fake_judge: dict[str, Any], step_result: Any) -> None:
     rest = {"missingContext": [], "overallAssessment": "a"} if field == "evaluations" else {}
     fake.script({field: [entry(i) for i in (1, 2, 3)], **rest}, {field: [entry(i) for i in (0, 0, 1)], **rest})
     with pytest.raises(InvalidJudgeAnswer, match=r"`context_index` exactly 0\.\.2 \(0-based, 3 passage\(s\)\), got indices \[0, 0, 1\]"):
-        run_step(factory(fake_judge), "analyze", {"input": QUESTION, "context": CONTEXT})
+        step_result(factory(fake_judge), "analyze", None, **{"input": QUESTION, "context": CONTEXT})
     assert "got indices [1, 2, 3]" in fake.requests[1]["messages"][-1]["content"]
     fake.script({field: [entry(i) for i in (2, 0, 1)], **rest})
-    assert len(run_step(factory(fake_judge), "analyze", {"input": QUESTION, "context": CONTEXT}).result[field]) == 3
+    assert len(step_result(factory(fake_judge), "analyze", None, **{"input": QUESTION, "context": CONTEXT})[field]) == 3
 
 
-def test_relevance_levels_are_enumerated(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
+def test_relevance_levels_are_enumerated(fake: FakeOpenAIServer, fake_judge: dict[str, Any], step_result: Any) -> None:
     bad = {"evaluations": [{"context_index": 0, "contextPiece": "p", "relevanceLevel": "very", "wasUsed": True, "reasoning": "r"}],
            "missingContext": [], "overallAssessment": "a"}
     fake.script(bad, bad)
     with pytest.raises(InvalidJudgeAnswer, match="must be one of high, medium, low, none, got 'very'"):
-        run_step(create_context_relevance_scorer(fake_judge), "analyze", {"input": QUESTION, "context": ["p"]})
+        step_result(create_context_relevance_scorer(fake_judge), "analyze", None, **{"input": QUESTION, "context": ["p"]})
 
 
 @pytest.mark.parametrize(

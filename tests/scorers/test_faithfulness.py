@@ -9,7 +9,7 @@ import pytest
 from scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_faithfulness_scorer, create_hallucination_scorer
 from scorers.testing.fake_openai import FakeOpenAIServer
 
-from judged import JUDGE, run_step, score
+from judged import JUDGE
 
 CONTEXT = ["The Eiffel Tower is in Paris.", "The Eiffel Tower was completed in 1889."]
 OUTPUT = "The Eiffel Tower was completed in 1889. The Eiffel Tower stands in Berlin. The Eiffel Tower may close soon."
@@ -39,16 +39,16 @@ def verdicts(*values: str) -> dict[str, Any]:
         ([], 1.0, 0.0),  # no claims
     ],
 )
-def test_faithfulness_formula(values: list[str], scale: float, expected: float) -> None:
-    assert score(create_faithfulness_scorer(JUDGE, scale=scale), verdicts(*values), context=CONTEXT) == expected
+def test_faithfulness_formula(values: list[str], scale: float, expected: float, step_result: Any) -> None:
+    assert step_result(create_faithfulness_scorer(JUDGE, scale=scale), "generate_score", verdicts(*values), context=CONTEXT) == expected
 
 
 @pytest.mark.parametrize(
     ("values", "expected"),
     [(["yes", "no", "no"], 0.33), (["yes", "yes", "no", "no"], 0.5), (["no"], 0.0), (["YES "], 1.0), ([], 0.0)],
 )
-def test_hallucination_formula(values: list[str], expected: float) -> None:
-    assert score(create_hallucination_scorer(JUDGE), verdicts(*values), context=CONTEXT) == expected
+def test_hallucination_formula(values: list[str], expected: float, step_result: Any) -> None:
+    assert step_result(create_hallucination_scorer(JUDGE), "generate_score", verdicts(*values), context=CONTEXT) == expected
 
 
 def test_faithfulness_against_the_fake_judge(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
@@ -105,11 +105,11 @@ def test_blank_output_and_no_claims_make_no_request(factory: Any, fake: FakeOpen
     assert fake.request_count == 0
 
 
-def test_one_verdict_per_claim_and_known_verdicts(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
+def test_one_verdict_per_claim_and_known_verdicts(fake: FakeOpenAIServer, fake_judge: dict[str, Any], step_result: Any) -> None:
     scorer = create_faithfulness_scorer(fake_judge)
     fake.script({"verdicts": [{"verdict": "maybe", "reason": "r"}]}, {"verdicts": [{"verdict": "yes", "reason": "r"}] * 3})
     with pytest.raises(InvalidJudgeAnswer, match="expected 2 entries in `verdicts`, one per claim, got 3") as info:
-        run_step(scorer, "analyze", {"context": CONTEXT}, {"preprocess": {"claims": ["a", "b"]}})
+        step_result(scorer, "analyze", {"preprocess": {"claims": ["a", "b"]}}, **{"context": CONTEXT})
     assert "must be one of yes, no, unsure, got 'maybe'" in str(info.value) and fake.request_count == 2
 
 

@@ -11,7 +11,7 @@ from scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_prompt_
 from scorers.prebuilt.prompt_alignment import BLANK_OUTPUT
 from scorers.testing.fake_openai import FakeOpenAIServer
 
-from judged import JUDGE, run_step, score
+from judged import JUDGE
 
 CHAT = [
     {"role": "system", "content": "Answer in one sentence."},
@@ -41,9 +41,9 @@ def analysis(i: float, r: float, c: float, a: float) -> dict[str, Any]:
         ("both", (1, 1, 0, 0), 10, 7.0),
     ],
 )
-def test_formula(mode: str, dims: tuple[float, float, float, float], scale: float, expected: float) -> None:
+def test_formula(mode: str, dims: tuple[float, float, float, float], scale: float, expected: float, step_result: Any) -> None:
     scorer = create_prompt_alignment_scorer(JUDGE, evaluation_mode=mode, scale=scale)
-    assert score(scorer, {"analyze": analysis(*dims)}, input=CHAT) == expected
+    assert step_result(scorer, "generate_score", {"analyze": analysis(*dims)}, input=CHAT) == expected
 
 
 def test_run_against_the_fake_judge(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
@@ -86,11 +86,11 @@ def test_blank_output_scores_zero_without_a_request(fake: FakeOpenAIServer, fake
     assert result.reason and fake.request_count == 0
 
 
-def test_scores_outside_zero_to_one_are_invalid(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
+def test_scores_outside_zero_to_one_are_invalid(fake: FakeOpenAIServer, fake_judge: dict[str, Any], step_result: Any) -> None:
     bad = analysis(1.5, 1, 1, 1)
     fake.script(bad, bad)
     with pytest.raises(InvalidJudgeAnswer, match=r"`intentAlignment\.score` input should be less than or equal to 1"):
-        run_step(create_prompt_alignment_scorer(fake_judge), "analyze", {"input": CHAT, "output": "Paris."})
+        step_result(create_prompt_alignment_scorer(fake_judge), "analyze", None, **{"input": CHAT, "output": "Paris."})
 
 
 def test_bad_options() -> None:

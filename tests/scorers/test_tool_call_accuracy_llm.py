@@ -9,7 +9,7 @@ import pytest
 from scorers import ConfigError, InvalidJudgeAnswer, ScorerInputError, create_tool_call_accuracy_scorer_llm
 from scorers.testing.fake_openai import FakeOpenAIServer
 
-from judged import JUDGE, run_step, score
+from judged import JUDGE
 
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "description": "Current weather for a city.", "parameters": {}}},
@@ -44,8 +44,8 @@ def evaluations(*appropriate: bool, missing: int = 0) -> dict[str, Any]:
         ((), 2, 0.0),  # no calls, but some were needed
     ],
 )
-def test_formula(appropriate: tuple[bool, ...], missing: int, expected: float) -> None:
-    assert score(create_tool_call_accuracy_scorer_llm(JUDGE), evaluations(*appropriate, missing=missing), input="q") == expected
+def test_formula(appropriate: tuple[bool, ...], missing: int, expected: float, step_result: Any) -> None:
+    assert step_result(create_tool_call_accuracy_scorer_llm(JUDGE), "generate_score", evaluations(*appropriate, missing=missing), input="q") == expected
 
 
 def test_run_against_the_fake_judge(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
@@ -73,12 +73,11 @@ def test_no_calls_are_still_judged(fake: FakeOpenAIServer, fake_judge: dict[str,
     assert fake.request_count == 4
 
 
-def test_one_evaluation_per_call(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
+def test_one_evaluation_per_call(fake: FakeOpenAIServer, fake_judge: dict[str, Any], step_result: Any) -> None:
     one = {"evaluations": [{"toolCalled": "get_weather", "wasAppropriate": True, "reasoning": "r"}], "missingTools": []}
     fake.script(one, one)
     with pytest.raises(InvalidJudgeAnswer, match="expected 2 entries in `evaluations`, one per tool call, got 1"):
-        run_step(create_tool_call_accuracy_scorer_llm(fake_judge), "analyze", {"input": "q"},
-                 {"preprocess": {"actualTools": ["a", "b"], "hasToolCalls": True, "toolCallInfos": []}})
+        step_result(create_tool_call_accuracy_scorer_llm(fake_judge), "analyze", {"preprocess": {"actualTools": ["a", "b"], "hasToolCalls": True, "toolCallInfos": []}}, **{"input": "q"})
 
 
 def test_needs_the_request() -> None:
