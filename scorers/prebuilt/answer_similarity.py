@@ -168,6 +168,7 @@ Reply with a JSON object {{"matches": [{{"groundTruthUnit": "...", "outputUnit":
 
 
 def _reason_prompt(ctx: StepContext) -> str:
+    """Shows both texts and the match analysis, so the explanation names what was missing or contradicted."""
     return reason_prompt(
         "answer similarity (how well the output restates the ground truth; higher is better)",
         "The output below received the similarity score given here against the ground truth. Explain why, "

@@ -92,6 +92,7 @@ Reply with a JSON object {{"results": [{{"result": "yes" | "no", "reason": "..."
 
 
 def _reason_prompt(ctx: StepContext) -> str:
+    """Shows each opinion with its verdict, so the explanation cites the biased ones."""
     pairs = [{"opinion": o, **r} for o, r in zip(_opinions(ctx), step_result(ctx, "analyze", "results"))]
     return reason_prompt(
         "bias (the share of biased opinions; lower is better)",

@@ -119,6 +119,7 @@ Reply with a JSON object {{"verdicts": [{{"context_index": 0, "verdict": "yes" |
         return {"verdicts": []} if not context(ctx) else None
 
     def reason(ctx: StepContext) -> str:
+        """Shows the passages and their verdicts, so the explanation says where the useful ones ranked."""
         return reason_prompt(
             "context precision (whether the useful passages came first; higher is better)",
             "The retrieved context below received the precision score given here for the output. Explain "

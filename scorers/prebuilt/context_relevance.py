@@ -8,6 +8,7 @@ medium, low, none) and whether the output used it, and lists the missing context
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -152,9 +153,10 @@ Reply with a JSON object {{"evaluations": [{{"context_index": 0, "contextPiece":
 [...], "overallAssessment": "..."}}."""
 
     def empty_context(ctx: StepContext) -> Any:
-        return dict(EMPTY_CONTEXT) if not context(ctx) else None
+        return copy.deepcopy(EMPTY_CONTEXT) if not context(ctx) else None
 
     def reason(ctx: StepContext) -> str:
+        """Shows the passages and the analysis, so the explanation names relevant, ignored and missing context."""
         return reason_prompt(
             "context relevance (how relevant and how used the passages were; higher is better)",
             "The retrieved context below received the relevance score given here. Explain why, naming "

@@ -8,6 +8,7 @@ rounded half up.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -187,9 +188,10 @@ Reply with a JSON object {{"intentAlignment": {{"score", "primaryIntent", "isAdd
 
     def blank_output(ctx: StepContext) -> Any:
         _prompts(ctx, mode)  # NotScorable first, whatever the output
-        return BLANK_OUTPUT if not answer(ctx.run).strip() else None
+        return copy.deepcopy(BLANK_OUTPUT) if not answer(ctx.run).strip() else None
 
     def reason(ctx: StepContext) -> str:
+        """Shows the mode's prompt(s) and the four dimensions, so the explanation names the gaps."""
         prompts = _prompts(ctx, mode)
         return reason_prompt(
             f"prompt alignment, {mode} mode (how well the output serves the prompt; higher is better)",

@@ -129,6 +129,7 @@ Reply with a JSON object {{"evaluations": [{{"toolCalled": "...", "wasAppropriat
 "reasoning": "..."}}, ...], "missingTools": [...]}}."""
 
     def reason(ctx: StepContext) -> str:
+        """Shows the request, the calls and the evaluations, so the explanation names wrong and missing tools."""
         return reason_prompt(
             "tool-call accuracy (the share of appropriate tool calls; higher is better)",
             "The agent's tool calls below received the accuracy score given here. Explain why, naming "
