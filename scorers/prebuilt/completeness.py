@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from scorers._scorer import Scorer
@@ -40,12 +40,16 @@ def _lemmatizer() -> Callable[[str], str]:
     return lambda token: simplemma.lemmatize(token, lang="en")
 
 
+@lru_cache(maxsize=65536)  # the same words recur across items
+def _token_elements(token: str) -> tuple[str, ...]:
+    return tuple(pieces(_lemmatizer()(token)))
+
+
 def elements(text: str) -> list[str]:
     """The pieces of each piece's lemma, in order, each once."""
-    lemma = _lemmatizer()
     seen: dict[str, None] = {}
     for token in pieces(text):
-        for element in pieces(lemma(token)):
+        for element in _token_elements(token):
             seen.setdefault(element, None)
     return list(seen)
 
@@ -53,11 +57,13 @@ def elements(text: str) -> list[str]:
 def covered(element: str, output_elements: Sequence[str]) -> bool:
     """Up to 3 characters: an equal output element; longer: the shorter of the two inside the longer, and
     over 60 % of its length."""
+    if element in output_elements:
+        return True
     if len(element) <= 3:
-        return element in output_elements
+        return False
     for other in output_elements:
-        shorter, longer = sorted((element, other), key=len)
-        if shorter in longer and len(shorter) / len(longer) > 0.6:
+        shorter, longer = (other, element) if len(other) < len(element) else (element, other)
+        if len(shorter) / len(longer) > 0.6 and shorter in longer:
             return True
     return False
 

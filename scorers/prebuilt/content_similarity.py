@@ -3,8 +3,9 @@ the output, as Mastra's scorer computes it (``string-similarity``'s ``compareTwo
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import StrictBool
@@ -35,10 +36,13 @@ def processed(text: str, *, ignore_case: bool, ignore_whitespace: bool) -> str:
     return text
 
 
-def _units(text: str) -> list[int]:
-    """The text's UTF-16 code units, as JavaScript indexes a string."""
-    data = text.encode("utf-16-le", "surrogatepass")
-    return [int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2)]
+def _units(first: str, second: str) -> tuple[Sequence[str], Sequence[str]] | tuple[Sequence[int], Sequence[int]]:
+    """Both texts as their UTF-16 code units, as JavaScript indexes a string: the texts themselves when
+    neither has a character outside the BMP (each character is then one unit), else both as numbers."""
+    both = first + second
+    if both.isascii() or max(both, default="") <= "\uffff":
+        return first, second
+    return tuple(array("H", t.encode("utf-16-le", "surrogatepass")) for t in (first, second))  # type: ignore[return-value]
 
 
 def dice(first: str, second: str) -> float:
@@ -47,15 +51,13 @@ def dice(first: str, second: str) -> float:
     first, second = delete_whitespace(first), delete_whitespace(second)
     if first == second:
         return 1.0
-    a, b = _units(first), _units(second)
+    a, b = _units(first, second)
     if len(a) < 2 or len(b) < 2:
         return 0.0
-    remaining = Counter(zip(a, a[1:]))
-    matches = 0
-    for bigram in zip(b, b[1:]):
-        if remaining[bigram] > 0:
-            remaining[bigram] -= 1
-            matches += 1
+    # Walking b's bigrams and taking each from a's multiset while any is left matches, for every bigram,
+    # as many as the smaller of its two counts: the size of the multisets' intersection.
+    in_a = Counter(zip(a, a[1:]))
+    matches = sum(min(n, in_a.get(bigram, 0)) for bigram, n in Counter(zip(b, b[1:])).items())
     return 2.0 * matches / (len(a) + len(b) - 2)
 
 

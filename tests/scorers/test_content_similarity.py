@@ -103,6 +103,7 @@ def test_mastras_documented_example() -> None:
         ("aaaa", "aa", 2 * 1 / (4 + 2 - 2)),  # the multiset: aa x3 | aa x1
         ("night", "nacht", 2 * 1 / (5 + 5 - 2)),  # ht only
         ("😀", "😀x", 2 * 1 / (2 + 3 - 2)),  # the emoji's two units are one bigram
+        ("😀ab", "ab", 2 * 1 / (4 + 2 - 2)),  # one text with a character outside the BMP, one without
         ("a b\u00a0c", "abc", 1.0),  # whitespace (JavaScript's) deleted
     ],
 )
