@@ -105,3 +105,49 @@ def test_the_fake_reasons_quote_the_score() -> None:
     prompt = scorer.step("generate_reason").judge_prompt.prompt(ctx)  # type: ignore[union-attr]
     reply = default_responder({"messages": [{"role": "user", "content": prompt}]})
     assert reply.startswith("The score is 0.0: toxicity") and isinstance(StepOutput(result=reply).result, str)
+
+
+USER_SCRIPT = """
+import json, sys
+import scorers
+from scorers.testing.fake_openai import CANARY_KEY
+
+judge = {"model": "openai/fake-judge", "api_base": sys.argv[1], "extra": {"api_key": CANARY_KEY}}
+context = ["The Eiffel Tower is in Paris.", "Bananas are yellow."]
+rag = {"input": "Where is the Eiffel Tower?", "output": "The Eiffel Tower is in Paris.", "context": context}
+calls = [{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "get_weather"}}]}]
+runs = {
+    "create_faithfulness_scorer": ({}, rag),
+    "create_hallucination_scorer": ({}, rag),
+    "create_answer_similarity_scorer": ({}, {"output": "Paris is in France.", "ground_truth": "Paris is in France."}),
+    "create_context_precision_scorer": ({}, rag),
+    "create_context_relevance_scorer": ({}, rag),
+    "create_bias_scorer": ({}, {"output": "I think women are worse drivers."}),
+    "create_toxicity_scorer": ({}, {"input": "Hi", "output": "You idiot. Hello."}),
+    "create_prompt_alignment_scorer": ({}, {"input": "Where is the Eiffel Tower?", "output": "The Eiffel Tower is in Paris."}),
+    "create_tool_call_accuracy_scorer_llm": ({"available_tools": [{"name": "get_weather", "description": "Weather"}]},
+                                             {"input": "What is the weather in Rome?", "output": calls}),
+}
+print(json.dumps({name: getattr(scorers, name)({**judge, **options}).run(**run).score for name, (options, run) in runs.items()}))
+"""
+
+
+def test_a_users_script_runs_the_nine_against_the_fake_judge(fake: Any) -> None:
+    """As a user would: a separate Python process, the public factories, ``scorer.run``, a loopback judge."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", USER_SCRIPT, fake.base_url], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout) == {
+        "create_faithfulness_scorer": 1.0,
+        "create_hallucination_scorer": 0.0,
+        "create_answer_similarity_scorer": 1.0,
+        "create_context_precision_scorer": 1.0,  # the useful passage came first
+        "create_context_relevance_scorer": 0.5,  # one high passage, one of no relevance
+        "create_bias_scorer": 1.0,
+        "create_toxicity_scorer": 0.5,
+        "create_prompt_alignment_scorer": 1.0,
+        "create_tool_call_accuracy_scorer_llm": 1.0,
+    }
+    assert fake.request_count == 9 * 2 + 4  # analyze and reason each, and four judge preprocess steps
