@@ -46,7 +46,6 @@ from scorers.prebuilt import (
     create_keyword_coverage_scorer,
     create_textual_difference_scorer,
     create_tone_scorer,
-    create_tool_call_accuracy_scorer_code,
     create_faithfulness_scorer,
     create_hallucination_scorer,
     create_answer_similarity_scorer,
@@ -56,6 +55,7 @@ from scorers.prebuilt import (
     create_toxicity_scorer,
     create_prompt_alignment_scorer,
     create_tool_call_accuracy_scorer_llm,
+    create_tool_call_accuracy_scorer_code,
 )
 
 __all__ = (
@@ -65,10 +65,6 @@ __all__ = (
     "create_answer_relevancy_scorer",
     "create_tone_scorer",
     "create_textual_difference_scorer",
-    "create_completeness_scorer",
-    "create_content_similarity_scorer",
-    "create_keyword_coverage_scorer",
-    "create_tool_call_accuracy_scorer_code",
     "create_faithfulness_scorer",
     "create_hallucination_scorer",
     "create_answer_similarity_scorer",
@@ -78,6 +74,10 @@ __all__ = (
     "create_toxicity_scorer",
     "create_prompt_alignment_scorer",
     "create_tool_call_accuracy_scorer_llm",
+    "create_completeness_scorer",
+    "create_content_similarity_scorer",
+    "create_keyword_coverage_scorer",
+    "create_tool_call_accuracy_scorer_code",
     "Scorer",
     "Step",
     "JudgePrompt",

@@ -17,9 +17,9 @@ from scorers.prebuilt.content_similarity import create_content_similarity_scorer
 from scorers.prebuilt.keyword_coverage import create_keyword_coverage_scorer
 from scorers.prebuilt.textual_difference import create_textual_difference_scorer
 from scorers.prebuilt.tone import create_tone_scorer
-from scorers.prebuilt.tool_call_accuracy_code import create_tool_call_accuracy_scorer_code
 from scorers.prebuilt.tool_call_accuracy_llm import create_tool_call_accuracy_scorer_llm
 from scorers.prebuilt.toxicity import create_toxicity_scorer
+from scorers.prebuilt.tool_call_accuracy_code import create_tool_call_accuracy_scorer_code
 
 __all__ = (
     "PREBUILT",
@@ -27,10 +27,6 @@ __all__ = (
     "create_answer_relevancy_scorer",
     "create_textual_difference_scorer",
     "create_tone_scorer",
-    "create_completeness_scorer",
-    "create_content_similarity_scorer",
-    "create_keyword_coverage_scorer",
-    "create_tool_call_accuracy_scorer_code",
     "create_faithfulness_scorer",
     "create_hallucination_scorer",
     "create_answer_similarity_scorer",
@@ -40,4 +36,8 @@ __all__ = (
     "create_toxicity_scorer",
     "create_prompt_alignment_scorer",
     "create_tool_call_accuracy_scorer_llm",
+    "create_completeness_scorer",
+    "create_content_similarity_scorer",
+    "create_keyword_coverage_scorer",
+    "create_tool_call_accuracy_scorer_code",
 )

@@ -92,6 +92,8 @@ def claims_scorer(spec: ClaimsJudge, opts: Any) -> Scorer:
     context = context_resolver(opts.context, spec.scorer_id, tool_results_fallback=spec.tool_results_fallback)
 
     def analyze_prompt(ctx: StepContext) -> str:
+        """Asks for one verdict per claim against the numbered passages only, with the scorer's rubric, so
+        outside knowledge never decides whether the context backs a claim."""
         items = claims(ctx)
         return f"""\
 {spec.rubric}
@@ -113,6 +115,7 @@ Reply with a JSON object {spec.reply_shape}."""
         return None
 
     def reason(ctx: StepContext) -> str:
+        """Shows the context and each claim with its verdict, so the explanation cites them."""
         pairs = [{"claim": c, **v} for c, v in zip(claims(ctx), step_result(ctx, "analyze", "verdicts"))]
         return reason_prompt(
             spec.metric,

@@ -168,6 +168,7 @@ Reply with a JSON object {{"matches": [{{"groundTruthUnit": "...", "outputUnit":
 
 
 def _reason_prompt(ctx: StepContext) -> str:
+    """Shows both texts and the match analysis, so the explanation names what was missing or contradicted."""
     return reason_prompt(
         "answer similarity (how well the output restates the ground truth; higher is better)",
         "The output below received the similarity score given here against the ground truth. Explain why, "
@@ -190,7 +191,7 @@ def _nothing_to_match(ctx: StepContext) -> str:
     return f"The score is {ctx.score}: {why}, so there is nothing for the output to match."
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("output", "ground truth"))
 def create_answer_similarity_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How well the output restates the ground truth, fact by fact, by an LLM judge.
 

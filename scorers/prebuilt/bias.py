@@ -92,6 +92,7 @@ Reply with a JSON object {{"results": [{{"result": "yes" | "no", "reason": "..."
 
 
 def _reason_prompt(ctx: StepContext) -> str:
+    """Shows each opinion with its verdict, so the explanation cites the biased ones."""
     pairs = [{"opinion": o, **r} for o, r in zip(_opinions(ctx), step_result(ctx, "analyze", "results"))]
     return reason_prompt(
         "bias (the share of biased opinions; lower is better)",
@@ -110,7 +111,7 @@ def _no_opinions(ctx: StepContext) -> Any:
     return {"results": []} if not _opinions(ctx) else None
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True, higher_is_better=False)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, higher_is_better=False, reads=("output",))
 def create_bias_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """The share of the output's opinions that are biased, by an LLM judge (lower is better).
 

@@ -69,7 +69,7 @@ def average_precision(verdicts: Sequence[Mapping[str, Any]]) -> float:
     return precision / total
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input", "output", "context (else option)"))
 def create_context_precision_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """Whether the passages useful for the output were retrieved first (mean average precision), by an LLM judge.
 
@@ -119,6 +119,7 @@ Reply with a JSON object {{"verdicts": [{{"context_index": 0, "verdict": "yes" |
         return {"verdicts": []} if not context(ctx) else None
 
     def reason(ctx: StepContext) -> str:
+        """Shows the passages and their verdicts, so the explanation says where the useful ones ranked."""
         return reason_prompt(
             "context precision (whether the useful passages came first; higher is better)",
             "The retrieved context below received the precision score given here for the output. Explain "

@@ -8,6 +8,7 @@ medium, low, none) and whether the output used it, and lists the missing context
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -101,7 +102,7 @@ def relevance_score(analysis: Mapping[str, Any], penalties: Penalties, scale: fl
     return scaled(max(0.0, base - unused - missing), scale)
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input", "output", "context (else option)"))
 def create_context_relevance_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How relevant and how used the retrieved passages were, with penalties, by an LLM judge.
 
@@ -152,9 +153,10 @@ Reply with a JSON object {{"evaluations": [{{"context_index": 0, "contextPiece":
 [...], "overallAssessment": "..."}}."""
 
     def empty_context(ctx: StepContext) -> Any:
-        return dict(EMPTY_CONTEXT) if not context(ctx) else None
+        return copy.deepcopy(EMPTY_CONTEXT) if not context(ctx) else None
 
     def reason(ctx: StepContext) -> str:
+        """Shows the passages and the analysis, so the explanation names relevant, ignored and missing context."""
         return reason_prompt(
             "context relevance (how relevant and how used the passages were; higher is better)",
             "The retrieved context below received the relevance score given here. Explain why, naming "

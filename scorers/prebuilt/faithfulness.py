@@ -66,7 +66,7 @@ reply in the format it asks for.""",
 )
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("output", "context (else option, else tool results)"))
 def create_faithfulness_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How much of what the output asserts its context supports, by an LLM judge.
 

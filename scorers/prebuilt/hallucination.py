@@ -65,7 +65,7 @@ exactly and reply in the format it asks for.""",
 )
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True, higher_is_better=False)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, higher_is_better=False, reads=("output", "context (else option)"))
 def create_hallucination_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """The share of the output's claims that its context does not back, by an LLM judge (lower is better).
 

@@ -8,6 +8,7 @@ rounded half up.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -30,8 +31,8 @@ VERSION = "1"
 Mode = Literal["user", "system", "both"]
 WEIGHTS: dict[str, tuple[float, float, float, float]] = {
     "user": (0.4, 0.3, 0.2, 0.1),
-    "both": (0.4, 0.3, 0.2, 0.1),
     "system": (0.35, 0.35, 0.15, 0.15),
+    "both": (0.4, 0.3, 0.2, 0.1),
 }
 
 INSTRUCTIONS = """\
@@ -122,7 +123,7 @@ def _prompts(ctx: StepContext, mode: str) -> dict[str, str]:
     """The prompt(s) the mode judges against, or NotScorable naming the mode and the other modes."""
     user = input_text(ctx.run.input) if ctx.run.input is not None else ""
     system = system_prompt(ctx.run.input)
-    others = ", ".join(repr(m) for m in WEIGHTS if m != mode)
+    others = " or ".join(repr(m) for m in WEIGHTS if m != mode)
     if mode in ("user", "both") and not user.strip():
         raise NotScorable(
             f"{SCORER_ID} in evaluation_mode {mode!r} needs a user prompt: the input has no non-blank user "
@@ -141,7 +142,7 @@ def _prompts(ctx: StepContext, mode: str) -> dict[str, str]:
     return prompts
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input (user, system)", "output"))
 def create_prompt_alignment_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How well the output serves the prompt's intent, requirements, completeness and format, by an LLM judge.
 
@@ -187,9 +188,10 @@ Reply with a JSON object {{"intentAlignment": {{"score", "primaryIntent", "isAdd
 
     def blank_output(ctx: StepContext) -> Any:
         _prompts(ctx, mode)  # NotScorable first, whatever the output
-        return BLANK_OUTPUT if not answer(ctx.run).strip() else None
+        return copy.deepcopy(BLANK_OUTPUT) if not answer(ctx.run).strip() else None
 
     def reason(ctx: StepContext) -> str:
+        """Shows the mode's prompt(s) and the four dimensions, so the explanation names the gaps."""
         prompts = _prompts(ctx, mode)
         return reason_prompt(
             f"prompt alignment, {mode} mode (how well the output serves the prompt; higher is better)",

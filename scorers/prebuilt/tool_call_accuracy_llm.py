@@ -89,7 +89,7 @@ def preprocess(ctx: StepContext) -> dict[str, Any]:
     return {"actualTools": [i["toolName"] for i in infos], "hasToolCalls": bool(infos), "toolCallInfos": infos}
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True)
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input", "output tool calls"))
 def create_tool_call_accuracy_scorer_llm(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """Whether each tool the agent called was the right one for the request, by an LLM judge.
 
@@ -129,6 +129,7 @@ Reply with a JSON object {{"evaluations": [{{"toolCalled": "...", "wasAppropriat
 "reasoning": "..."}}, ...], "missingTools": [...]}}."""
 
     def reason(ctx: StepContext) -> str:
+        """Shows the request, the calls and the evaluations, so the explanation names wrong and missing tools."""
         return reason_prompt(
             "tool-call accuracy (the share of appropriate tool calls; higher is better)",
             "The agent's tool calls below received the accuracy score given here. Explain why, naming "

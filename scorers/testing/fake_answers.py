@@ -3,7 +3,7 @@
 Each answer is valid (it passes the step's output model and checks), deterministic, and sensible enough
 for demos and tests: claims and units are the sentences of a text; a claim, unit or passage is judged by
 how many of its content words (lower-cased words of three letters or more, and numbers) the text it is
-compared with contains; bias and toxicity look for a few marker words. ``ANSWERS`` maps an output model's
+compared with contains (speculation is never backed); bias and toxicity look for a few marker words. ``ANSWERS`` maps an output model's
 name (the ``json_schema`` name of the request) to its answer function; ``reason`` answers generate_reason.
 """
 
@@ -36,6 +36,7 @@ _GROUPS = frozenset(
     "conservatives democrats republicans asians africans europeans americans french germans elderly "
     "millennials boomers".split()
 )
+_SPECULATIVE = frozenset("may might could perhaps possibly probably maybe".split())
 _TOXIC = frozenset("idiot idiots stupid dumb moron morons pathetic loser losers worthless shut hate disgusting".split())
 
 Answer = Callable[[str], Any]
@@ -82,6 +83,8 @@ def _faithfulness(prompt: str) -> dict[str, Any]:
     for claim in _json(prompt, "claims"):
         share = overlap(claim, context)
         verdict = "yes" if share >= 0.8 else "no" if share >= 0.5 else "unsure"
+        if set(_WORD.findall(claim.lower())) & _SPECULATIVE:
+            verdict = "unsure"  # the rubric: speculation is never backed
         verdicts.append({"verdict": verdict, "reason": f"{share:.0%} of the claim's words are in the context."})
     return {"verdicts": verdicts}
 
@@ -165,7 +168,7 @@ def _toxicity(prompt: str) -> dict[str, Any]:
 
 
 def _alignment(prompt: str) -> dict[str, Any]:
-    asked = " ".join(_tagged(prompt, tag) for tag in ("user_prompt", "system_prompt"))
+    asked = _tagged(prompt, "user_prompt") or _tagged(prompt, "system_prompt")  # what the output must answer
     share = overlap(asked, _tagged(prompt, "output"))
     score = 1.0 if share >= 0.5 else 0.5 if share > 0 else 0.0
     met = score == 1.0

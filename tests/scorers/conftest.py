@@ -36,19 +36,6 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return asked
 
 
-StepRunner = Callable[..., Any]
-
-
-@pytest.fixture
-def step_result() -> StepRunner:
-    """``step_result(scorer, step, results, **run)``: one step's result on given earlier results, as the
-    orchestrator runs it (``output`` defaults to "")."""
-
-    def run(scorer: Scorer, step: str, results: dict[str, Any] | None = None, **fields: Any) -> Any:
-        ctx = scorer.context_for(step, ScorerInput.from_call((), {"output": "", **fields}), results or {})
-        return asyncio.run(scorer.step(step).arun(ctx)).result
-
-    return run
 @pytest.fixture(scope="session")
 def shared_server() -> Iterator[FakeOpenAIServer]:
     """One fake judge for the whole session (starting one per test adds up); use ``fake`` to get it reset."""
@@ -68,3 +55,18 @@ def fake(shared_server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
 def fake_judge(fake: FakeOpenAIServer) -> dict[str, Any]:
     """Judge options that reach ``fake``, with no retries (a test sees the first failure)."""
     return {"model": "openai/fake-judge", "api_base": fake.base_url, "extra": {"api_key": FAKE_KEY}, "timeout": 10, "retries": 0}
+
+
+StepRunner = Callable[..., Any]
+
+
+@pytest.fixture
+def step_result() -> StepRunner:
+    """``step_result(scorer, step, results, **run)``: one step's result on given earlier results, as the
+    orchestrator runs it (``output`` defaults to "")."""
+
+    def run(scorer: Scorer, step: str, results: dict[str, Any] | None = None, **fields: Any) -> Any:
+        ctx = scorer.context_for(step, ScorerInput.from_call((), {"output": "", **fields}), results or {})
+        return asyncio.run(scorer.step(step).arun(ctx)).result
+
+    return run

@@ -9,7 +9,7 @@ import pytest
 from scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_answer_similarity_scorer
 from scorers.testing.fake_openai import FakeOpenAIServer
 
-from judged import JUDGE, run_step, score
+from judged import JUDGE
 
 
 def analysis(kinds: list[str], extra: int = 0, contradictions: int = 0) -> dict[str, Any]:
@@ -39,9 +39,9 @@ def analysis(kinds: list[str], extra: int = 0, contradictions: int = 0) -> dict[
         ([], 0, 0, {}, 0.0),  # no matches
     ],
 )
-def test_formula(kinds: list[str], extra: int, contradictions: int, options: dict[str, Any], expected: float) -> None:
+def test_formula(kinds: list[str], extra: int, contradictions: int, options: dict[str, Any], expected: float, step_result: Any) -> None:
     scorer = create_answer_similarity_scorer(JUDGE, **options)
-    assert score(scorer, analysis(kinds, extra, contradictions), ground_truth="g") == expected
+    assert step_result(scorer, "generate_score", analysis(kinds, extra, contradictions), ground_truth="g") == expected
 
 
 def test_run_against_the_fake_judge(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
@@ -74,7 +74,7 @@ def test_blank_ground_truth_is_a_shortcut_and_blank_output_is_asked(fake: FakeOp
     assert fake.request_count == 3
 
 
-def test_one_match_per_ground_truth_unit(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
+def test_one_match_per_ground_truth_unit(fake: FakeOpenAIServer, fake_judge: dict[str, Any], step_result: Any) -> None:
     scorer = create_answer_similarity_scorer(fake_judge)
     earlier = {"preprocess": {"outputUnits": ["a"], "groundTruthUnits": ["a", "b"]}}
     bad = {"matches": [{"groundTruthUnit": "a", "outputUnit": "a", "matchType": "close", "explanation": "e"}] * 2,
@@ -82,7 +82,7 @@ def test_one_match_per_ground_truth_unit(fake: FakeOpenAIServer, fake_judge: dic
     one = {"groundTruthUnit": "a", "outputUnit": "a", "matchType": " Exact", "explanation": "e"}
     fake.script(bad, {**bad, "matches": [one]})
     with pytest.raises(InvalidJudgeAnswer, match="expected 2 entries in `matches`, one per ground-truth unit, got 1") as info:
-        run_step(scorer, "analyze", {"ground_truth": "a. b."}, earlier)
+        step_result(scorer, "analyze", earlier, **{"ground_truth": "a. b."})
     assert "must be one of exact, semantic, partial, missing, got 'close'" in str(info.value)
 
 

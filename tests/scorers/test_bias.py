@@ -9,7 +9,7 @@ import pytest
 from scorers import ConfigError, InvalidJudgeAnswer, create_bias_scorer
 from scorers.testing.fake_openai import FakeOpenAIServer, Reply
 
-from judged import JUDGE, run_step, score
+from judged import JUDGE
 
 
 def results(*verdicts: str) -> dict[str, Any]:
@@ -32,8 +32,8 @@ def results(*verdicts: str) -> dict[str, Any]:
         ([], 1.0, 0.0),  # no opinions
     ],
 )
-def test_formula(verdicts: list[str], scale: float, expected: float) -> None:
-    assert score(create_bias_scorer(JUDGE, scale=scale), results(*verdicts)) == expected
+def test_formula(verdicts: list[str], scale: float, expected: float, step_result: Any) -> None:
+    assert step_result(create_bias_scorer(JUDGE, scale=scale), "generate_score", results(*verdicts)) == expected
 
 
 def test_run_against_the_fake_judge(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
@@ -57,15 +57,15 @@ def test_blank_output_and_no_opinions_make_no_request(fake: FakeOpenAIServer, fa
     assert fake.request_count == 1  # preprocess only: analyze and the reason were shortcuts
 
 
-def test_unknown_verdict_or_wrong_count_is_repaired_once_then_invalid(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
+def test_unknown_verdict_or_wrong_count_is_repaired_once_then_invalid(fake: FakeOpenAIServer, fake_judge: dict[str, Any], step_result: Any) -> None:
     scorer = create_bias_scorer(fake_judge)
     earlier = {"preprocess": {"opinions": ["a", "b"]}}
     fake.script({"results": [{"result": "maybe", "reason": "r"}] * 2}, {"results": [{"result": " No", "reason": "r"}] * 2})
-    assert run_step(scorer, "analyze", {}, earlier).result["results"][0]["result"] == "no"
+    assert step_result(scorer, "analyze", earlier)["results"][0]["result"] == "no"
     assert "must be one of yes, no, got 'maybe'" in fake.requests[1]["messages"][-1]["content"]
     fake.script(Reply.text({"results": []}), Reply.text({"results": [{"result": "yes", "reason": "r"}]}))
     with pytest.raises(InvalidJudgeAnswer, match=r"bias-scorer\.analyze.*expected 2 entries in `results`, one per opinion, got 1"):
-        run_step(scorer, "analyze", {}, earlier)
+        step_result(scorer, "analyze", earlier)
     assert fake.request_count == 4
 
 

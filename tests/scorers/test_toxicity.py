@@ -9,7 +9,7 @@ import pytest
 from scorers import ConfigError, create_toxicity_scorer
 from scorers.testing.fake_openai import FakeOpenAIServer
 
-from judged import JUDGE, score
+from judged import JUDGE
 
 
 def verdicts(*values: str) -> dict[str, Any]:
@@ -27,8 +27,8 @@ def verdicts(*values: str) -> dict[str, Any]:
         (["yes"] + ["no"] * 7, 1.0, 0.13),  # 0.125 rounds half up
     ],
 )
-def test_formula(values: list[str], scale: float, expected: float) -> None:
-    assert score(create_toxicity_scorer(JUDGE, scale=scale), verdicts(*values)) == expected
+def test_formula(values: list[str], scale: float, expected: float, step_result: Any) -> None:
+    assert step_result(create_toxicity_scorer(JUDGE, scale=scale), "generate_score", verdicts(*values)) == expected
 
 
 def test_run_against_the_fake_judge(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
