@@ -17,7 +17,8 @@ SCORER_IDS: tuple[str, ...] = tuple(PREBUILT)
 # The ids of scorers.PREBUILT, for pydantic (the UI form's choices and the errors that list them); `Literal`
 # of a tuple is the Literal of its items. Type checkers cannot follow it and see `str`.
 ScorerId = Literal[SCORER_IDS]  # type: ignore[valid-type]
-DEFAULT_SCORERS: tuple[str, ...] = SCORER_IDS
+# SCORERS.md 0.6: the default set stays the three seeds.
+DEFAULT_SCORERS: tuple[str, ...] = ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
 
 
 class ScorerSpec(BaseModel):

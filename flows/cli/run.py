@@ -109,7 +109,7 @@ def run(
     dataset: Annotated[Path, typer.Argument(help="Dataset file: .jsonl, .json, .csv or .parquet.")],
     scorer: Annotated[
         Optional[list[str]],
-        typer.Option("--scorer", "-s", help=f"Scorer id (repeatable): {', '.join(PREBUILT)}. Default: all of them."),
+        typer.Option("--scorer", "-s", help=f"Scorer id (repeatable): {', '.join(PREBUILT)}. Default: the three seeds (answer relevancy, tone, textual difference)."),
     ] = None,
     target: Annotated[
         Optional[str],

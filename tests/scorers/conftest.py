@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from scorers import _retry
+from scorers import Scorer, ScorerInput, _retry
 from scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY, FakeOpenAIServer
 
 
@@ -33,3 +34,18 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
     monkeypatch.setattr(_retry, "_sleep", record)
     return asked
+
+
+StepRunner = Callable[..., Any]
+
+
+@pytest.fixture
+def step_result() -> StepRunner:
+    """``step_result(scorer, step, results, **run)``: one step's result on given earlier results, as the
+    orchestrator runs it (``output`` defaults to "")."""
+
+    def run(scorer: Scorer, step: str, results: dict[str, Any] | None = None, **fields: Any) -> Any:
+        ctx = scorer.context_for(step, ScorerInput.from_call((), {"output": "", **fields}), results or {})
+        return asyncio.run(scorer.step(step).arun(ctx)).result
+
+    return run

@@ -12,10 +12,15 @@ import pytest
 MODULES = [
     "scorers",
     "scorers._scorer",
+    "scorers._load",
     "scorers.judge",
     "scorers.prebuilt.answer_relevancy",
     "scorers.prebuilt.tone",
     "scorers.prebuilt.textual_difference",
+    "scorers.prebuilt.completeness",
+    "scorers.prebuilt.content_similarity",
+    "scorers.prebuilt.keyword_coverage",
+    "scorers.prebuilt.tool_call_accuracy_code",
 ]
 
 
