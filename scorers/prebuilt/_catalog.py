@@ -12,12 +12,21 @@ from types import MappingProxyType
 
 from scorers.prebuilt._declare import PrebuiltScorer
 from scorers.prebuilt.answer_relevancy import create_answer_relevancy_scorer
+from scorers.prebuilt.answer_similarity import create_answer_similarity_scorer
+from scorers.prebuilt.bias import create_bias_scorer
 from scorers.prebuilt.completeness import create_completeness_scorer
 from scorers.prebuilt.content_similarity import create_content_similarity_scorer
+from scorers.prebuilt.context_precision import create_context_precision_scorer
+from scorers.prebuilt.context_relevance import create_context_relevance_scorer
+from scorers.prebuilt.faithfulness import create_faithfulness_scorer
+from scorers.prebuilt.hallucination import create_hallucination_scorer
 from scorers.prebuilt.keyword_coverage import create_keyword_coverage_scorer
+from scorers.prebuilt.prompt_alignment import create_prompt_alignment_scorer
 from scorers.prebuilt.textual_difference import create_textual_difference_scorer
 from scorers.prebuilt.tone import create_tone_scorer
 from scorers.prebuilt.tool_call_accuracy_code import create_tool_call_accuracy_scorer_code
+from scorers.prebuilt.tool_call_accuracy_llm import create_tool_call_accuracy_scorer_llm
+from scorers.prebuilt.toxicity import create_toxicity_scorer
 
 __all__ = ("FACTORIES", "PREBUILT")
 
@@ -26,9 +35,16 @@ FACTORIES = (
     create_answer_relevancy_scorer,
     create_tone_scorer,
     create_textual_difference_scorer,
-    # judge scorers (SCORERS.md 1), in this order:
-    # faithfulness, hallucination, answer similarity, context precision, context relevance, bias, toxicity,
-    # prompt alignment, llm tool-call accuracy
+    # judge scorers (SCORERS.md 1)
+    create_faithfulness_scorer,
+    create_hallucination_scorer,
+    create_answer_similarity_scorer,
+    create_context_precision_scorer,
+    create_context_relevance_scorer,
+    create_bias_scorer,
+    create_toxicity_scorer,
+    create_prompt_alignment_scorer,
+    create_tool_call_accuracy_scorer_llm,
     # code scorers (SCORERS.md 2)
     create_completeness_scorer,
     create_content_similarity_scorer,

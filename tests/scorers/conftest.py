@@ -36,6 +36,27 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return asked
 
 
+@pytest.fixture(scope="session")
+def shared_server() -> Iterator[FakeOpenAIServer]:
+    """One fake judge for the whole session (starting one per test adds up); use ``fake`` to get it reset."""
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def fake(shared_server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
+    """The session's fake judge with no scripted replies and a request count of 0."""
+    shared_server.reset()
+    yield shared_server
+    shared_server.reset()
+
+
+@pytest.fixture
+def fake_judge(fake: FakeOpenAIServer) -> dict[str, Any]:
+    """Judge options that reach ``fake``, with no retries (a test sees the first failure)."""
+    return {"model": "openai/fake-judge", "api_base": fake.base_url, "extra": {"api_key": FAKE_KEY}, "timeout": 10, "retries": 0}
+
+
 StepRunner = Callable[..., Any]
 
 

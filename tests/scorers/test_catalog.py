@@ -38,7 +38,6 @@ def test_read_only_and_in_the_contracts_order() -> None:
     assert list(PREBUILT) == [i for i in IDS if i in PREBUILT]
 
 
-@pytest.mark.xfail(strict=True, reason="the nine judge scorers land with s13judge: drop this mark then")
 def test_all_sixteen() -> None:
     assert list(PREBUILT) == IDS
 
