@@ -19,6 +19,8 @@ from flows.cli import app, db_path, fail
 from flows.cli.errors import label, value_error
 from flows.display import literal
 from flows.gate import gate, rule_text
+from flows.html_report import sparkline, trend_by_scorer
+from flows.html_report.reader import store_records
 from flows.store import RunRecord, Store, StoreError
 
 __all__ = ("runs", "show", "compare", "sql")
@@ -104,6 +106,7 @@ def show(
     with _store(ctx) as store:
         summary = store.run_summary(run)
         worst_items = store.worst_items(summary.run.run_id, worst) if worst else []
+        n_runs, trend = trend_by_scorer(store_records(store), summary.run.run_id)
     r = summary.run
     _consoles.out.print(literal((r.run_id, "bold"), "  name=", r.name or "–", f"  status={r.status}  "
                                 f"started={_when(r.started_at)}  finished={_when(r.finished_at)}"))
@@ -121,6 +124,8 @@ def show(
             _num(s["stddev_score"]), _num(s["min_score"]), _num(s["max_score"]), _num(s["cost"], 4),
         )
     _consoles.out.print(table)
+    if n_runs > 1:
+        _consoles.out.print(_trend_table(r.name, n_runs, trend))
     if worst_items:
         items = Table(title=f"Worst items (up to {worst} per scorer; errors first)")
         for column in ("scorer", "item", "status", "score", "reason / error"):
@@ -129,6 +134,15 @@ def show(
             items.add_row(literal(w["scorer_id"]), literal(w["item_id"]), w["status"], _num(w["score"]),
                           literal((w["detail"] or "")[:200], multiline=True))
         _consoles.out.print(items)
+
+
+def _trend_table(name: str | None, n_runs: int, trend: dict[str, list[float | None]]) -> Table:
+    table = Table(title=literal(f"Trend: mean over the last {n_runs} runs of ", name or "–", " (oldest first)"))
+    for column in ("scorer", "trend", "first", "this run"):
+        table.add_column(column, justify="left" if column in ("scorer", "trend") else "right")
+    for scorer, means in trend.items():
+        table.add_row(literal(scorer), sparkline(means), _num(means[0]), _num(means[-1]))
+    return table
 
 
 _UNFINISHED = {

@@ -8,7 +8,15 @@ Importing the package is cheap: the chart renderer and the template engine load 
 from __future__ import annotations
 
 from flows.html_report.direction import direction_label, scorer_directions
-from flows.html_report.stats import DEFAULT_LAST, ScorerStats, previous_completed, scorer_stats, sparkline, trend_run_ids
+from flows.html_report.stats import (
+    DEFAULT_LAST,
+    ScorerStats,
+    previous_completed,
+    scorer_stats,
+    sparkline,
+    trend_by_scorer,
+    trend_run_ids,
+)
 from flows.html_report.writer import WrittenReport, default_report_path, write_report
 
 __all__ = (
@@ -21,6 +29,7 @@ __all__ = (
     "scorer_directions",
     "scorer_stats",
     "sparkline",
+    "trend_by_scorer",
     "trend_run_ids",
     "write_report",
 )

@@ -14,7 +14,8 @@ from pydantic import BaseModel
 
 from flows.html_report.reader import Records
 
-__all__ = ("DEFAULT_LAST", "ScorerStats", "scorer_stats", "trend_run_ids", "previous_completed", "sparkline")
+__all__ = ("DEFAULT_LAST", "ScorerStats", "scorer_stats", "trend_run_ids", "previous_completed", "sparkline",
+           "trend_by_scorer")
 
 DEFAULT_LAST = 10  # runs in a trend: the report's --last, the run's own report and artifact, `show`'s sparkline
 
@@ -103,3 +104,11 @@ def sparkline(values: Sequence[float | None]) -> str:
     top = len(_BARS) - 1
     return "".join(" " if v is None else _BARS[round((v - low) / span * top) if span > 0 else top // 2]
                    for v in values)
+
+
+def trend_by_scorer(records: Records, run_id: str, last: int = DEFAULT_LAST) -> tuple[int, dict[str, list[float | None]]]:
+    """(runs in the trend, scorer id -> its mean in each of them, oldest first; None where it has no mean)."""
+    ids = trend_run_ids(records, run_id, last)
+    means = {(s.run_id, s.scorer_id): s.mean_score for s in scorer_stats(records, ids)}
+    scorers = sorted({scorer for _, scorer in means})
+    return len(ids), {scorer: [means.get((rid, scorer)) for rid in ids] for scorer in scorers}

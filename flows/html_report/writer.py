@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
+import secrets
 import time
 from pathlib import Path
 
@@ -44,12 +44,13 @@ def write_report(
     target = path if path is not None else default_report_path(store.path, data.header.run.name, run_id)
     html = render_html(data).encode("utf-8")
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask decides, as for any file
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(html)
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return WrittenReport(path=target, bytes=len(html), seconds=time.perf_counter() - started, run_id=run_id)
