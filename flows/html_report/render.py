@@ -88,7 +88,7 @@ def render_html(data: ReportData) -> str:
         "run": data.header.run.run_id,
         "scorers": data.scorer_ids,
         "items": data.items,
-        "moved": [{"scorer": c.row["scorer_id"], "higher_is_better": c.higher_is_better,
+        "moved": [{"scorer": c.row["scorer_id"], "direction": direction_label(c.higher_is_better),
                    "items": [m.model_dump(mode="json") for m in c.moved]} for c in data.comparison],
     }
     return _environment().get_template("report.html.j2").render(

@@ -37,7 +37,7 @@
     if (statements && verdicts) {
       const body = statements.map((s, i) => {
         const v = verdicts[i] || {};
-        return el("tr", {}, el("td", {}, s), el("td", {}, v.verdict ?? "–"), el("td", {}, v.reason ?? ""));
+        return el("tr", {}, el("td", {}, s), el("td", {}, v.result ?? v.verdict ?? "–"), el("td", {}, v.reason ?? ""));
       });
       return el("table", { class: "steps" }, el("thead", {}, el("tr", {}, el("th", {}, "statement"), el("th", {}, "verdict"), el("th", {}, "reason"))), el("tbody", {}, ...body));
     }
@@ -51,7 +51,7 @@
   if (moved) {
     moved.replaceChildren();
     for (const group of data.moved) {
-      moved.append(el("h4", {}, el("code", {}, group.scorer), " ", el("span", { class: "muted" }, group.higher_is_better ? "higher is better" : "lower is better")));
+      moved.append(el("h4", {}, el("code", {}, group.scorer), " ", el("span", { class: "muted" }, group.direction)));
       if (!group.items.length) moved.append(el("p", { class: "note" }, "No item's score changed."));
       for (const m of group.items) {
         const side = (label, score, output, reason, steps) => el("div", {},
