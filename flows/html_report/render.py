@@ -62,10 +62,11 @@ def _interval(low: float | None, high: float | None, signed: bool = False) -> st
     return f"[{f(low)}, {f(high)}]"
 
 
-def _script_json(value: Any) -> str:
-    """JSON safe inside a <script> element: no `<` can close it or open a comment."""
+def _script_json(value: dict[str, Any], items_json: str) -> str:
+    """The page's data as JSON safe inside a <script> element (no `<` can close it or open a comment): ``value``
+    with the item table's JSON text spliced in as ``items``."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return (text[:-1] + ',"items":' + items_json + "}").replace("<", "\\u003c")
 
 
 def _moved_verdict(c: Any) -> str:
@@ -87,7 +88,6 @@ def render_html(data: ReportData) -> str:
     payload = {
         "run": data.header.run.run_id,
         "scorers": data.scorer_ids,
-        "items": data.items,
         "moved": [{"scorer": c.row["scorer_id"], "direction": direction_label(c.higher_is_better),
                    "items": [m.model_dump(mode="json") for m in c.moved]} for c in data.comparison],
     }
@@ -96,5 +96,5 @@ def render_html(data: ReportData) -> str:
         trend_scorers=sorted({t.scorer_id for t in data.trend}),
         trend_cell=lambda run_id, scorer: by_cell.get((run_id, scorer)),
         against=data.against, comparison=data.comparison, charts=charts, generated_at=data.generated_at,
-        css=_asset("report.css"), js=_asset("report.js"), data_json=_script_json(payload),
+        css=_asset("report.css"), js=_asset("report.js"), data_json=_script_json(payload, data.items_json),
     )

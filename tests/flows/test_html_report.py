@@ -5,6 +5,7 @@ a file:// URL with the network off."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -110,8 +111,9 @@ def test_the_report_holds_the_header_stats_trend_comparison_and_items(built: Bui
     verdicts = [v["result"] for v in moved.steps_b["analyze"]["results"]]
     assert "no" in verdicts and moved.steps_b["preprocess"]["statements"] and moved.reason_b
 
-    assert data.scorer_ids == ["answer-relevancy-scorer", "tone-scorer"] and len(data.items) == N
-    failed = next(i for i in data.items if i[1] == FAILING)
+    items = json.loads(data.items_json)
+    assert data.scorer_ids == ["answer-relevancy-scorer", "tone-scorer"] and len(items) == N
+    failed = next(i for i in items if i[1] == FAILING)
     assert [cell[0] for cell in failed[4]] == ["error", "error"] and "target down" in failed[4][0][3]
 
     html = write_report(store, built.second.run_id, path=built.db.parent / "again.html").path.read_text()

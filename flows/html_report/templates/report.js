@@ -31,7 +31,8 @@
   // A scorer's step results: statements with their verdicts as a table when the steps have that shape
   // (answer relevancy), else each step's result as JSON.
   function stepsView(steps) {
-    if (!steps || !Object.keys(steps).length) return el("p", { class: "note" }, "no step results");
+    steps = Object.fromEntries(Object.entries(steps || {}).filter(([, v]) => v !== null && v !== undefined));
+    if (!Object.keys(steps).length) return el("p", { class: "note" }, "no step results");
     const statements = steps.preprocess && Array.isArray(steps.preprocess.statements) ? steps.preprocess.statements : null;
     const verdicts = steps.analyze && Array.isArray(steps.analyze.results) ? steps.analyze.results : null;
     if (statements && verdicts) {
