@@ -41,13 +41,13 @@ def report(
     run: Annotated[str, typer.Argument(help="Run id, run name (its newest run), latest or previous")],
     against: Annotated[
         Optional[str],
-        typer.Option(help="Baseline run to compare with [default: the previous completed run of the same name]"),
+        typer.Option(help="Baseline run to compare with (default: the previous completed run of the same name)"),
     ] = None,
     last: Annotated[int, typer.Option("--last", "-n", min=1, help="Runs of the name in the trend")] = DEFAULT_LAST,
     output: Annotated[
         Optional[Path],
-        typer.Option("--output", "-o", help="HTML file to write [default: reports/<name>-<run id>.html beside "
-                     "the results file]"),
+        typer.Option("--output", "-o", help="HTML file to write (default: reports/<name>-<run id>.html beside "
+                     "the results file)"),
     ] = None,
 ) -> None:
     """Write RUN's report: one HTML file that opens offline (charts, trend, comparison, item table)."""
