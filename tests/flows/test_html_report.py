@@ -224,3 +224,27 @@ def test_the_page_in_chromium_offline(built: Built, tmp_path: Path) -> None:
             context.close()
     assert not problems, problems
     assert requests == [page_url], requests
+
+
+def test_user_strings_stay_text_in_the_page(tmp_path: Path) -> None:
+    """A name, an id, an input or a reason holding markup cannot add an element or end the data's <script>."""
+    store = Store(tmp_path / "evals.duckdb")
+    evil = "</script><script>alert(1)</script><b>x</b>"
+    for k in range(2):
+        run_id = f"run-{k}"
+        store.start_run(run_id, evil, "d.jsonl", "h", {"target": evil})
+        store.write_batch(run_id, items=[{"item_id": f"{evil}{i}", "input": evil, "output": evil} for i in range(3)],
+                          scores=[{"item_id": f"{evil}{i}", "scorer_id": "tone-scorer", "scorer_version": "1",
+                                   "score": 0.1 * i + 0.3 * k, "reason": evil} for i in range(3)], status="completed")
+    html = write_report(store, "run-1", path=tmp_path / "r.html").path.read_text()
+    assert "<script>alert(1)" not in html and "<b>x</b>" not in html
+    assert "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html  # the header, as text
+    assert html.count("<script") == 3 and html.count("</script>") == 3  # the data, the item data, the code
+
+
+def test_sparkline() -> None:
+    from flows.html_report import sparkline
+
+    assert sparkline([0.0, 0.5, 1.0]) == "▁▅█"
+    assert sparkline([0.7, None, 0.7]) == "▄ ▄"  # a constant series sits in the middle; no mean, a gap
+    assert sparkline([None, None]) == "  "
