@@ -11,6 +11,7 @@ import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -24,8 +25,8 @@ from prefect.artifacts import (
 from flows.display import md_code, md_text
 from flows.gate import direction_note
 
-__all__ = ("artifact_key", "ProgressArtifact", "summary_rows", "publish_summary", "publish_comparison",
-           "comparison_markdown")
+__all__ = ("artifact_key", "ProgressArtifact", "summary_rows", "summary_description", "publish_summary",
+           "publish_comparison", "comparison_markdown")
 
 logger = logging.getLogger("evalduck.artifacts")
 
@@ -95,6 +96,18 @@ def summary_rows(per_scorer: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
             "judge_cost_usd": _num(s.get("cost"), 6),
         })
     return rows
+
+
+def summary_description(run_id: str, n_items: int, report: Path | None, trend_uri: str | None, name: str | None) -> str:
+    """The summary table's description (markdown in the UI): the run, where its HTML report is, and the trend
+    chart of the last runs of its name (the Prefect UI draws a data: URI image: docs/architecture.md)."""
+    lines = [f"evalduck run {md_code(run_id)} ({n_items} items)."]
+    if report is not None:
+        lines[0] += f" HTML report: [{md_text(report.name)}]({report.resolve().as_uri()}) at {md_code(report)}"
+    if trend_uri is not None:
+        lines += ["", f"Mean per scorer over the last runs of {md_text(name or 'this name')}:", "",
+                  f"![trend of each scorer's mean over the last runs]({trend_uri})"]
+    return "\n".join(lines)
 
 
 async def publish_summary(key: str, rows: list[dict[str, Any]], description: str) -> None:

@@ -90,6 +90,10 @@ class RunOptions(BaseModel):
     fail_fast: bool = Field(default=False, description="Stop the run at the first item that ends in error.")
     chunk_size: int = Field(default=2000, ge=1, description="Items per task for cheap code steps.")
     progress_every: int = Field(default=25, ge=1, description="Update the progress artifact every N items.")
+    report: bool = Field(
+        default=True, description="At the end of the run, write its HTML report to reports/<name>-<run id>.html "
+        "beside the DuckDB file (linked from the summary artifact); off: no file (`evalduck report` writes one later).",
+    )
     judge_process: bool = Field(
         default=True,
         description="Judge and model requests in a child process (keeps litellm's CPU off the flow's loop); "

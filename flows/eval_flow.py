@@ -157,6 +157,7 @@ def _run_evals(
     chunk_size: int | None = None,
     progress_every: int | None = None,
     judge_process: bool | None = None,
+    report: bool | None = None,
 ) -> EvalResult:
     """Run scorers over a dataset and store every result in DuckDB.
 
@@ -179,6 +180,7 @@ def _run_evals(
             litellm's CPU work off the flow's event loop; False keeps them in this process. The child sees
             environment variables only: a run that finds litellm settings made in Python (callbacks,
             ``litellm.api_key``...) keeps its requests in this process and logs one warning line.
+        report: write the run's HTML report beside the DuckDB file at its end (default); False: none.
     """
     given = _given_options(locals())
     return _execute(data=data, scorers=scorers or list(DEFAULT_SCORERS), target=target,

@@ -19,6 +19,8 @@ from flows.cli import app, db_path, fail
 from flows.cli.errors import label, value_error
 from flows.display import literal
 from flows.gate import direction_note, gate, rule_text
+from flows.html_report import sparkline, trend_by_scorer
+from flows.html_report.reader import store_records
 from flows.store import RunRecord, Store, StoreError
 
 __all__ = ("runs", "show", "compare", "sql")
@@ -105,6 +107,7 @@ def show(
         summary = store.run_summary(run)
         worst_items = store.worst_items(summary.run.run_id, worst) if worst else []
         skipped = store.skipped_reasons(summary.run.run_id)
+        n_runs, trend = trend_by_scorer(store_records(store), summary.run.run_id)
     r = summary.run
     _consoles.out.print(literal((r.run_id, "bold"), "  name=", r.name or "–", f"  status={r.status}  "
                                 f"started={_when(r.started_at)}  finished={_when(r.finished_at)}"))
@@ -129,6 +132,8 @@ def show(
         for k in skipped:
             reasons.add_row(literal(k["scorer_id"]), str(k["cells"]), literal((k["reason"] or "")[:300], multiline=True))
         _consoles.out.print(reasons)
+    if n_runs > 1:
+        _consoles.out.print(_trend_table(r.name, n_runs, trend))
     if worst_items:
         items = Table(title=f"Worst items (up to {worst} per scorer; errors first)")
         fields = [_item_fields(w) for w in worst_items]
@@ -150,6 +155,15 @@ def _item_fields(cell: dict[str, Any]) -> str:
     elif cell.get("expected_tool"):
         parts.append(f"expects {cell['expected_tool']}")
     return "; ".join(parts)
+
+
+def _trend_table(name: str | None, n_runs: int, trend: dict[str, list[float | None]]) -> Table:
+    table = Table(title=literal(f"Trend: mean over the last {n_runs} runs of ", name or "–", " (oldest first)"))
+    for column in ("scorer", "trend", "first", "this run"):
+        table.add_column(column, justify="left" if column in ("scorer", "trend") else "right")
+    for scorer, means in trend.items():
+        table.add_row(literal(scorer), sparkline(means), _num(means[0]), _num(means[-1]))
+    return table
 
 
 _UNFINISHED = {

@@ -161,6 +161,11 @@ def run(
             "event loop), or in this process.",
         ),
     ] = True,
+    report: Annotated[
+        bool,
+        typer.Option("--report/--no-report", help="Write the run's HTML report to reports/<name>-<run id>.html "
+                     "beside the results file (default), or not."),
+    ] = True,
     ephemeral: Annotated[
         bool,
         typer.Option("--ephemeral", help="Use a temporary Prefect server for this run, as in CI (also "
@@ -191,7 +196,7 @@ def run(
         "judge_timeout_s": judge_timeout, "concurrency": concurrency, "name": name, "db": str(db_path(ctx)),
         "cache_dir": str(cache_dir) if cache_dir else None, "refresh": no_cache, "resume": resume, "retries": retries,
         "retry_backoff_s": retry_backoff_s, "fail_fast": fail_fast, "judge_process": judge_process,
-        "chunk_size": chunk_size, "progress_every": progress_every,
+        "chunk_size": chunk_size, "progress_every": progress_every, "report": report,
     })
     check_usage(ctx, err, config)
     if config.judge_process and calls_models(config):
@@ -256,4 +261,6 @@ def _print_result(out: Console, err: Console, result: Any, api_url: str | None, 
     # pasted as typed (a control character in it).
     ref = shell_word(result.name or result.run_id) or shell_word(result.run_id) or result.run_id
     out.print(literal("results in ", result.db, "; try `evalduck show ", ref, "`", style="dim"), soft_wrap=True)
+    if result.report:
+        out.print(literal("report: ", result.report, style="dim"), soft_wrap=True)
     sys.stdout.flush()
