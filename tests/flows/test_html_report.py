@@ -124,8 +124,9 @@ def test_the_report_holds_the_header_stats_trend_comparison_and_items(built: Bui
 def test_direction_comes_from_run_scorers_when_the_file_has_it(built: Built, tmp_path: Path) -> None:
     copy = tmp_path / "evals.duckdb"
     shutil.copy(built.db, copy)
-    with duckdb.connect(str(copy)) as con:  # what schema v4 (issue 13) adds
-        con.execute("CREATE TABLE run_scorers (run_id VARCHAR, scorer_id VARCHAR, higher_is_better BOOLEAN)")
+    with duckdb.connect(str(copy)) as con:  # schema v4's table (issue 13), filled at run start: made lower-is-better
+        con.execute("DELETE FROM run_scorers WHERE run_id = ? AND scorer_id = 'answer-relevancy-scorer'",
+                    [built.second.run_id])
         con.execute("INSERT INTO run_scorers VALUES (?, 'answer-relevancy-scorer', false)", [built.second.run_id])
     data = gather(Store(copy), built.second.run_id)
     directions = {s.stats.scorer_id: s.higher_is_better for s in data.scorers}
