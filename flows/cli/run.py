@@ -205,7 +205,7 @@ def run(
         "dask_address": dask_address, "workers": workers,
     })
     check_usage(ctx, err, config)
-    if config.judge_process and calls_models(config):
+    if config.judge_process and config.runner == "local" and calls_models(config):  # on Dask, workers ask
         from flows.judge_process import prestart
 
         prestart()

@@ -157,7 +157,9 @@ def dask_dispatch(plan: RunPlan) -> Iterator[DaskDispatch]:
             "n_workers": options.workers, "processes": True, "dashboard_address": None,
             "threads_per_worker": threads_per_worker(options.concurrency, options.workers)})
     with _api_for_workers(), runner:
-        runner.client  # noqa: B018 - connect (or start the cluster) here, not on the run's loop
+        from flows.engine.portable import QuietTaskRuns
+
+        runner.client.register_plugin(QuietTaskRuns())  # connects (or starts the cluster) here, off the run's loop
         yield DaskDispatch(plan, runner, portable)
 
 

@@ -22,12 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import cloudpickle
+from distributed.diagnostics.plugin import WorkerPlugin
 from scorers import PREBUILT, ConfigError, JudgeUsage, LiteLLMTransport, Scorer, StepContext, StepOutput, canonical_json
 
 from flows.datasets import DatasetItem
 from flows.targets import Target
 
-__all__ = ("PortableScorer", "portable_scorer", "RemoteJudgeStep", "RemoteCodeStep", "RemoteTarget")
+__all__ = ("PortableScorer", "portable_scorer", "RemoteJudgeStep", "RemoteCodeStep", "RemoteTarget", "QuietTaskRuns",
+           "worker_transport")
 
 _BUILT: dict[str, Scorer] = {}  # on a worker: digest -> the scorer, built once per process
 _LOCK = threading.Lock()  # a worker runs tasks on many threads
@@ -154,3 +156,20 @@ class RemoteTarget:
 
     async def __call__(self) -> dict[str, Any]:
         return await self.target.acall(self.item, transport=worker_transport())
+
+
+class QuietTaskRuns(WorkerPlugin):  # type: ignore[misc]
+    """On each worker, Prefect's two routine lines per task run dropped, by the flow's own rule
+    (``flows.runtime.quiet_task_run_info``): without it a worker prints them on its stderr, which for a
+    LocalCluster is the user's terminal."""
+
+    name = "evalduck-quiet-task-runs"
+
+    def setup(self, worker: Any) -> None:
+        from flows.runtime import quiet_task_run_info
+
+        self._quiet = quiet_task_run_info()
+        self._quiet.__enter__()
+
+    def teardown(self, worker: Any) -> None:
+        self._quiet.__exit__(None, None, None)

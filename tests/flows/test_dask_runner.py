@@ -129,7 +129,7 @@ def test_a_scorer_that_does_not_pickle_is_named_with_what_to_do() -> None:
         with lock:
             return 1.0
 
-    scorer = create_scorer(id="my-locked-scorer", description="holds a lock").generate_score(score)
+    scorer = create_scorer("my-locked-scorer", generate_score=score)
     with pytest.raises(ConfigError) as caught:
         portables([scorer], resolve_target(None))
     message = str(caught.value)
@@ -181,17 +181,25 @@ def test_a_worker_killed_mid_run_loses_only_its_cells_in_flight(cluster: Any, tm
     assert Store(db).sql("SELECT status FROM runs WHERE run_id = ?", [result.run_id]).rows[0][0] == "completed"
 
 
+@pytest.mark.timeout(600)
 def test_the_cli_runs_on_a_local_cluster_of_its_own(tmp_path: Path) -> None:
     data = tmp_path / "data.jsonl"
     data.write_text("".join(f'{{"id": "r{i}", "input": "hi {i}", "output": "Hello there {i}!"}}\n' for i in range(3)))
     env = {**os.environ, "EVALDUCK_EPHEMERAL": "1", "OPENAI_API_KEY": "sk-fake-key-for-tests"}
     with FakeOpenAIServer() as server:
-        done = subprocess.run(
-            [str(Path(sys.executable).with_name("evalduck")), "--db", str(tmp_path / "evals.duckdb"), "run", str(data),
-             "-s", "tone-scorer", "-s", "answer-relevancy-scorer", "--judge-model", "openai/fake-judge",
-             "--judge-api-base", server.base_url, "--cache-dir", str(tmp_path / "cache"),
-             "--runner", "dask", "--workers", "1"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280)
+        command = [str(Path(sys.executable).with_name("evalduck")), "--db", str(tmp_path / "evals.duckdb"), "run",
+                   str(data), "-s", "tone-scorer", "-s", "answer-relevancy-scorer", "--judge-model", "openai/fake-judge",
+                   "--judge-api-base", server.base_url, "--cache-dir", str(tmp_path / "cache"), "--runner", "dask",
+                   "--workers", "1"]
+        with subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) as proc:
+            try:
+                stdout, stderr = proc.communicate(timeout=560)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                stdout, stderr = proc.communicate()
+                pytest.fail(f"the CLI run did not end in 560 s:\n{stdout[-2000:]}\n{stderr[-4000:]}")
+        done = subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
         assert done.returncode == 0, done.stderr[-3000:]
         assert server.request_count >= 3  # from the cluster's worker
     rows_ = Store(str(tmp_path / "evals.duckdb")).sql("SELECT scorer_id, status, count(*) FROM scores GROUP BY ALL").rows
