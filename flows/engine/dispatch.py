@@ -87,7 +87,9 @@ class DaskDispatch:
             parameters = {**parameters, "job": Job(job.call)}
         loop = asyncio.get_running_loop()
         try:
-            future = self.runner.submit(task, dict(parameters))
+            # The sync Dask client blocks its caller for a round trip (submit; result: fetched from the
+            # worker), so both go to a thread: on the loop they serialised every task run of the run.
+            future = await asyncio.to_thread(self.runner.submit, task, dict(parameters))
             done: asyncio.Future[None] = loop.create_future()
 
             def settle(_: Any) -> None:
@@ -95,7 +97,7 @@ class DaskDispatch:
 
             future.wrapped_future.add_done_callback(settle)
             await done
-            state = future.wrapped_future.result()  # done: the task run's final state
+            state = await asyncio.to_thread(future.wrapped_future.result)  # done: the task run's final state
         except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: the task run's failure, as local
             return await exception_to_failed_state(exc, message=f"Dask: {type(exc).__name__}: {exc}")
         if not isinstance(state, State):
