@@ -158,6 +158,9 @@ def _run_evals(
     progress_every: int | None = None,
     judge_process: bool | None = None,
     report: bool | None = None,
+    runner: str | None = None,
+    dask_address: str | None = None,
+    workers: int | None = None,
 ) -> EvalResult:
     """Run scorers over a dataset and store every result in DuckDB.
 
@@ -181,6 +184,9 @@ def _run_evals(
             environment variables only: a run that finds litellm settings made in Python (callbacks,
             ``litellm.api_key``...) keeps its requests in this process and logs one warning line.
         report: write the run's HTML report beside the DuckDB file at its end (default); False: none.
+        runner: "local" (default) or "dask": target calls, judge steps and code chunks on the workers of
+            the Dask cluster at ``dask_address``, or of a LocalCluster of ``workers`` processes
+            (docs/scale-out.md).
     """
     given = _given_options(locals())
     return _execute(data=data, scorers=scorers or list(DEFAULT_SCORERS), target=target,
