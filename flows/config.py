@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from scorers import PREBUILT, ConfigError, describe_validation
 
 from flows.settings import default_cache_dir  # here too: where the flow has always found it
@@ -79,6 +79,23 @@ class RunOptions(BaseModel):
         description="Judge and model requests in a child process (keeps litellm's CPU off the flow's loop); "
         "off: in the flow's process. litellm settings made in Python keep them there by themselves.",
     )
+    runner: Literal["local", "dask"] = Field(
+        default="local", description="Where target calls, judge steps and code chunks run: 'local' (this "
+        "process's event loop) or 'dask' (the workers of a Dask cluster; docs/scale-out.md).",
+    )
+    dask_address: str | None = Field(
+        default=None, pattern=r"^[a-z]+://\S+$", description="Dask scheduler to use with runner 'dask', e.g. "
+        "tcp://10.0.0.5:8786 (None: a LocalCluster of `workers` processes on this machine).",
+    )
+    workers: int = Field(default=2, ge=1, le=64, description="Worker processes of the LocalCluster that "
+                         "runner 'dask' starts when no dask_address is given.")
+
+    @field_validator("dask_address")
+    @classmethod
+    def _dask_address_needs_dask(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value and info.data.get("runner") != "dask":
+            raise ValueError("is only for runner 'dask': set runner 'dask' (--runner dask) too, or drop the address")
+        return value
 
 
 def bind_options(base: RunOptions | None, given: Mapping[str, Any]) -> RunOptions:

@@ -157,6 +157,9 @@ def _run_evals(
     chunk_size: int | None = None,
     progress_every: int | None = None,
     judge_process: bool | None = None,
+    runner: str | None = None,
+    dask_address: str | None = None,
+    workers: int | None = None,
 ) -> EvalResult:
     """Run scorers over a dataset and store every result in DuckDB.
 
@@ -179,6 +182,9 @@ def _run_evals(
             litellm's CPU work off the flow's event loop; False keeps them in this process. The child sees
             environment variables only: a run that finds litellm settings made in Python (callbacks,
             ``litellm.api_key``...) keeps its requests in this process and logs one warning line.
+        runner: "local" (default) or "dask": target calls, judge steps and code chunks on the workers of
+            the Dask cluster at ``dask_address``, or of a LocalCluster of ``workers`` processes
+            (docs/scale-out.md).
     """
     given = _given_options(locals())
     return _execute(data=data, scorers=scorers or list(DEFAULT_SCORERS), target=target,

@@ -92,6 +92,10 @@ def prepare_run(
     tgt = resolve_target(target, system_prompt=o.target_system_prompt, api_base=o.target_api_base,
                          timeout=o.target_timeout_s)
     _check_outputs(dataset, tgt, built)
+    if o.runner == "dask":  # a scorer or target that cannot reach a worker stops here, named
+        from flows.engine.dispatch import portables
+
+        portables(built, tgt)
 
     store = Store(o.db if o.db is not None else default_db_path())
     todo: set[tuple[str, str]] | None = None

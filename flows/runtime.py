@@ -2,7 +2,8 @@
 
 - ``local_mode_settings``: around a flow call, no flow-run heartbeats in local mode;
 - ``run_scope``: around a run's body, Prefect's routine task-run lines filtered, the judge transport (a
-  leased judge child process, or litellm here), and the garbage collector frozen.
+  leased judge child process, or litellm here), the Dask cluster of runner 'dask', and the garbage
+  collector frozen.
 
 Nothing here happens at import; the environment defaults are ``flows.settings.apply_process_defaults``,
 called by the entry points.
@@ -88,7 +89,7 @@ def _uses_child(plan: RunPlan, notes: list[str]) -> bool:
     """The judge child for a run that makes judge or model requests, unless litellm was set up in Python
     (looked at after the target is resolved: a target module may set it at import)."""
     calls_models = plan.target.settings is not None or any(st.is_judge for s in plan.scorers for st in s.steps)
-    if not (plan.options.judge_process and calls_models):
+    if not (plan.options.judge_process and calls_models) or plan.options.runner == "dask":  # workers ask there
         return False
     changed = litellm_settings_made_in_python()
     if changed:
@@ -108,5 +109,22 @@ def run_scope(plan: RunPlan, logger: logging.Logger | logging.LoggerAdapter[Any]
         if plan.sink is not None:
             plan.sink.note(note)
     with quiet_task_run_info(), frozen_gc(), \
-            leased_judge_process() if use_child else contextlib.nullcontext(LiteLLMTransport()) as transport:
+            leased_judge_process() if use_child else contextlib.nullcontext(LiteLLMTransport()) as transport, \
+            _dispatch(plan):
         yield transport
+
+
+@contextlib.contextmanager
+def _dispatch(plan: RunPlan) -> Iterator[None]:
+    """Runner 'dask': the run's Dask cluster (connected, or started and stopped here) on the plan."""
+    if plan.options.runner != "dask":
+        yield
+        return
+    from flows.engine.dispatch import dask_dispatch
+
+    with dask_dispatch(plan) as dispatch:
+        plan.dispatch = dispatch
+        try:
+            yield
+        finally:
+            plan.dispatch = None

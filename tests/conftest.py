@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
 
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -27,3 +31,15 @@ def pytest_collection_modifyitems(items: list) -> None:  # type: ignore[type-arg
     Prefect's process-wide events worker stays bound to that server afterwards, so task runs of later
     in-process flows (against the test harness) would never be recorded."""
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
+
+
+@pytest.fixture(scope="module")
+def dask_cluster() -> Iterator[Any]:
+    """A real Dask ``LocalCluster`` of 2 worker processes (4 threads each) on 127.0.0.1, shared by one test
+    module: pass ``dask_cluster.scheduler_address`` as ``dask_address`` with ``runner="dask"``. Its workers
+    inherit this process's environment (the private PREFECT_HOME above)."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=4, processes=True, dashboard_address=None,
+                      host="127.0.0.1") as cluster:
+        yield cluster

@@ -159,6 +159,18 @@ def run(
             "event loop), or in this process.",
         ),
     ] = True,
+    runner: Annotated[
+        str, typer.Option(help="Where target calls, judge steps and code chunks run: local or dask (a Dask "
+                          "cluster's workers; docs/scale-out.md).")
+    ] = "local",
+    dask_address: Annotated[
+        Optional[str], typer.Option(help="Dask scheduler for --runner dask, e.g. tcp://10.0.0.5:8786 [default: "
+                                    "a LocalCluster of --workers processes here].")
+    ] = None,
+    workers: Annotated[
+        int, typer.Option(min=1, max=64, help="Worker processes of the LocalCluster --runner dask starts "
+                          "without --dask-address.")
+    ] = 2,
     ephemeral: Annotated[
         bool,
         typer.Option("--ephemeral", help="Use a temporary Prefect server for this run, as in CI (also "
@@ -189,7 +201,8 @@ def run(
         "judge_timeout_s": judge_timeout, "concurrency": concurrency, "name": name, "db": str(db_path(ctx)),
         "cache_dir": str(cache_dir) if cache_dir else None, "refresh": no_cache, "resume": resume, "retries": retries,
         "retry_backoff_s": retry_backoff_s, "fail_fast": fail_fast, "judge_process": judge_process,
-        "chunk_size": chunk_size, "progress_every": progress_every,
+        "chunk_size": chunk_size, "progress_every": progress_every, "runner": runner,
+        "dask_address": dask_address, "workers": workers,
     })
     check_usage(ctx, err, config)
     if config.judge_process and calls_models(config):

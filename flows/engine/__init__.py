@@ -1,6 +1,7 @@
 """The body of an eval run (``execute``), given a ``RunPlan`` that ``flows.prepare`` built and checked.
 
 plan.py (what a run is given), run.py (the run on one event loop), steps.py (where each step runs),
+dispatch.py (where its task runs execute: here or on Dask; portable.py, what a Dask worker is sent),
 batches.py (the one batcher), cells.py (a cell's row).
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from scorers import JudgeTransport, LiteLLMTransport, Scorer, ScorerInput
@@ -16,6 +16,9 @@ from flows.progress import ProgressSink
 from flows.registry import Skipped
 from flows.store import ScoreRow, Store
 from flows.targets import Target
+
+if TYPE_CHECKING:
+    from flows.engine.dispatch import Dispatch
 
 __all__ = ("RunPlan", "ItemResult", "ItemState", "FailFast", "MisconfiguredRun", "StoreWriteError")
 
@@ -64,6 +67,8 @@ class RunPlan:
     sink: ProgressSink | None = None
     # Where the run's judge and model requests go (the flow picks litellm here or the judge child process).
     transport: JudgeTransport = field(default_factory=LiteLLMTransport)
+    # Where its task runs execute (flows.engine.dispatch): None, this process; the flow sets Dask's.
+    dispatch: Dispatch | None = None
 
     def wanted(self, item_id: str, scorer_id: str) -> bool:
         return self.todo is None or (item_id, scorer_id) in self.todo

@@ -18,8 +18,9 @@ from scorers import JudgeConfigError, RunStep, Step, StepContext, StepOutput
 from flows.datasets import DatasetItem
 from flows.engine.batches import StepBatcher
 from flows.engine.cells import error_text
+from flows.engine.dispatch import LocalDispatch
 from flows.engine.plan import MisconfiguredRun, RunPlan
-from flows.tasks import Job, RateLimiter, chunk_key, code_chunk_task, judge_step_task, run_code_step, target_task
+from flows.tasks import RateLimiter, chunk_key, code_chunk_task, judge_step_task, target_task
 
 __all__ = ("StepFailed", "StepRunner", "span")
 
@@ -41,6 +42,7 @@ class StepRunner:
 
     def __init__(self, plan: RunPlan) -> None:
         self.plan = plan
+        self.dispatch = plan.dispatch if plan.dispatch is not None else LocalDispatch(plan)  # where tasks run
         self.limiter = RateLimiter(plan.options.judge_rpm)
         self.step_tasks: dict[str, Task[..., Any]] = {}
         self.chunk_tasks: dict[str, Task[..., Any]] = {}
@@ -62,8 +64,8 @@ class StepRunner:
         """The item's output; raises ``StepFailed`` with the target's error."""
         target = self.plan.target
         assert self.target_task is not None
-        job = Job(lambda: target.acall(item, transport=self.plan.transport))
-        state = await self.target_task(target.cache_key(item), item.item_id, job, return_state=True)
+        state = await self.dispatch.run(self.target_task, {
+            "cache_key": target.cache_key(item), "item_id": item.item_id, "job": self.dispatch.target_job(item)})
         if not state.is_completed():
             exc = await aget_state_exception(state)
             self._stop_if_misconfigured(f"target {target.label}", exc)
@@ -82,8 +84,9 @@ class StepRunner:
                 key = step.cache_key(ctx)
             except Exception as exc:  # noqa: BLE001 - the cell's error
                 return [exc]
-            job = Job(lambda: step.arun(ctx, transport=self.plan.transport), self.limiter)
-            state = await self.step_tasks[step.label](key, item.item_id, job, return_state=True)
+            job = self.dispatch.judge_job(step, ctx, self.limiter)
+            state = await self.dispatch.run(self.step_tasks[step.label], {"cache_key": key, "item_id": item.item_id,
+                                                                          "job": job})
             if not state.is_completed():
                 exc = await aget_state_exception(state)
                 self._stop_if_misconfigured(step.label, exc)
@@ -116,8 +119,8 @@ class StepRunner:
         errors each of its items, and the run goes on."""
         try:
             key = chunk_key([step.cache_key(c) for c in contexts]) if step.label not in self.batchers else None
-            job = Job(lambda: run_code_step(step, contexts))
-            state = await self.chunk_tasks[step.label](key, name, job, return_state=True)
+            job = self.dispatch.code_job(step, contexts)
+            state = await self.dispatch.run(self.chunk_tasks[step.label], {"cache_key": key, "span": name, "job": job})
             if not state.is_completed():
                 raise await aget_state_exception(state)
             outs: list[dict[str, Any]] = json.loads(await state.aresult())

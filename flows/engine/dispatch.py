@@ -1,0 +1,180 @@
+"""Where a run's task runs execute: ``LocalDispatch`` awaits each task on the flow's event loop (the
+default), ``DaskDispatch`` submits it through prefect-dask's ``DaskTaskRunner`` to a Dask cluster's
+workers. Both hand back the task run's final Prefect state, so the engine treats their results, errors,
+cache hits and retries alike; the flow alone writes the store.
+
+On Dask, a task's job is a picklable call (``flows.engine.portable``) instead of a closure over the run;
+the task, its cache key, retries and result storage are the same objects as local, and the task engine
+runs on the worker, recording to the same Prefect API. A worker lost mid-task: Dask runs the task again
+on another worker (the same task run), or, past its ``allowed-failures``, the cell is stored as ``error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from prefect import Task
+from prefect.states import State, exception_to_failed_state
+from scorers import ConfigError, JudgeTransport, Scorer, Step, StepContext
+
+from flows.datasets import DatasetItem
+from flows.targets import Target
+from flows.tasks import Job, RateLimiter, run_code_step
+
+if TYPE_CHECKING:
+    from flows.engine.plan import RunPlan
+    from flows.engine.portable import PortableScorer
+
+__all__ = ("Dispatch", "LocalDispatch", "DaskDispatch", "dask_dispatch", "portables", "threads_per_worker")
+
+
+class Dispatch(Protocol):
+    """Runs one task run to its final state, and makes the jobs those task runs work on."""
+
+    async def run(self, task: Task[..., Any], parameters: Mapping[str, Any]) -> State[Any]: ...
+
+    def judge_job(self, step: Step, ctx: StepContext, limiter: RateLimiter) -> Job: ...
+
+    def code_job(self, step: Step, contexts: list[StepContext]) -> Job: ...
+
+    def target_job(self, item: DatasetItem) -> Job: ...
+
+
+class LocalDispatch:
+    """Each task awaited here, on the flow's loop; requests through the run's transport."""
+
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+
+    async def run(self, task: Task[..., Any], parameters: Mapping[str, Any]) -> State[Any]:
+        return await task(**parameters, return_state=True)  # type: ignore[no-any-return]
+
+    def _transport(self) -> JudgeTransport:
+        return self.plan.transport
+
+    def judge_job(self, step: Step, ctx: StepContext, limiter: RateLimiter) -> Job:
+        return Job(lambda: step.arun(ctx, transport=self._transport()), limiter)
+
+    def code_job(self, step: Step, contexts: list[StepContext]) -> Job:
+        return Job(lambda: run_code_step(step, contexts))
+
+    def target_job(self, item: DatasetItem) -> Job:
+        return Job(lambda: self.plan.target.acall(item, transport=self._transport()))
+
+
+def threads_per_worker(concurrency: int, workers: int) -> int:
+    """A worker runs one task per thread (prefect-dask runs an async task with ``asyncio.run``), so a
+    LocalCluster gets enough threads for the run's items in flight, plus one for code chunks."""
+    return math.ceil(concurrency / workers) + 1
+
+
+class DaskDispatch:
+    """Task runs submitted to a Dask cluster through prefect-dask's ``DaskTaskRunner`` (entered)."""
+
+    def __init__(self, plan: RunPlan, runner: Any, portable: Mapping[str, PortableScorer]) -> None:
+        self.plan = plan
+        self.runner = runner
+        self.portable = portable
+
+    async def run(self, task: Task[..., Any], parameters: Mapping[str, Any]) -> State[Any]:
+        job = parameters.get("job")
+        if isinstance(job, Job) and job.limiter is not None:  # the run's rate, kept in the flow
+            await job.limiter.acquire()
+            parameters = {**parameters, "job": Job(job.call)}
+        loop = asyncio.get_running_loop()
+        try:
+            future = self.runner.submit(task, dict(parameters))
+            done: asyncio.Future[None] = loop.create_future()
+
+            def settle(_: Any) -> None:
+                loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+
+            future.wrapped_future.add_done_callback(settle)
+            await done
+            state = future.wrapped_future.result()  # done: the task run's final state
+        except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: the task run's failure, as local
+            return await exception_to_failed_state(exc, message=f"Dask: {type(exc).__name__}: {exc}")
+        if not isinstance(state, State):
+            return await exception_to_failed_state(TypeError(f"Dask returned {type(state).__name__}, not a state"))
+        return state
+
+    def judge_job(self, step: Step, ctx: StepContext, limiter: RateLimiter) -> Job:
+        from flows.engine.portable import RemoteJudgeStep
+
+        return Job(RemoteJudgeStep(self.portable[step.scorer_id], step.name, ctx), limiter)
+
+    def code_job(self, step: Step, contexts: list[StepContext]) -> Job:
+        from flows.engine.portable import RemoteCodeStep
+
+        return Job(RemoteCodeStep(self.portable[step.scorer_id], step.name, list(contexts)))
+
+    def target_job(self, item: DatasetItem) -> Job:
+        from flows.engine.portable import RemoteTarget
+
+        return Job(RemoteTarget(self.plan.target, item))
+
+
+def portables(scorers: Sequence[Scorer], target: Target) -> dict[str, PortableScorer]:
+    """Each scorer as a worker gets it; the target checked to pickle (``prepare_run`` calls it first, so a
+    run that cannot go to Dask stops before it starts).
+
+    Raises:
+        ConfigError: a scorer or the target cannot reach a worker (named, with what to do).
+    """
+    import cloudpickle
+
+    from flows.engine.portable import portable_scorer
+
+    portable = {s.id: portable_scorer(s) for s in scorers}
+    if not target.calls:
+        return portable
+    try:
+        cloudpickle.loads(cloudpickle.dumps(target))
+    except Exception as exc:  # noqa: BLE001 - any pickling failure is reported the same way
+        raise ConfigError(
+            f"target {target.label} cannot be sent to Dask workers (runner 'dask'): it does not pickle "
+            f"({type(exc).__name__}: {exc}). Give it as 'module:function' of a module the workers can import, "
+            "or run with runner 'local'") from None
+    return portable
+
+
+@contextlib.contextmanager
+def dask_dispatch(plan: RunPlan) -> Iterator[DaskDispatch]:
+    """A ``DaskTaskRunner`` for the run: connected to ``dask_address``, else a LocalCluster of ``workers``
+    processes (stopped after the run), and the dispatch over it."""
+    from prefect_dask import DaskTaskRunner
+
+    options = plan.options
+    portable = portables(plan.scorers, plan.target)
+    if options.dask_address:
+        runner = DaskTaskRunner(address=options.dask_address)
+    else:
+        runner = DaskTaskRunner(cluster_class="distributed.LocalCluster", cluster_kwargs={
+            "n_workers": options.workers, "processes": True, "dashboard_address": None,
+            "threads_per_worker": threads_per_worker(options.concurrency, options.workers)})
+    with _api_for_workers(), runner:
+        runner.client  # noqa: B018 - connect (or start the cluster) here, not on the run's loop
+        yield DaskDispatch(plan, runner, portable)
+
+
+@contextlib.contextmanager
+def _api_for_workers() -> Iterator[None]:
+    """The API the workers record task runs to: prefect-dask sends them this process's settings, which in
+    local mode name no server, so each worker would start a temporary server of its own. Here they get the
+    URL of this process's temporary server (on 127.0.0.1: workers on other machines need a server of
+    their own, PREFECT_API_URL; docs/scale-out.md)."""
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    if get_current_settings().api.url:
+        yield
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()  # the process's temporary server, the one local mode uses
+    server.start()  # started already by the flow run; a no-op then
+    with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+        yield
