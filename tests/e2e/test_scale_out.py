@@ -2,10 +2,11 @@
 
 One PostgreSQL (the Prefect server's database and the shared store's catalog), one Prefect server on it
 (asyncpg), the project's deployments, two process workers on one pool writing to one shared store (a
-DuckLake, Parquet files in a temp folder), two API-created runs at once; the worker that picked up the
-first run is SIGKILLed once that run has stored cells. Its flow runs crash with it and are resumed on the
-other worker. Then: both eval runs completed, every cell stored once, and the plain `duckdb` shell compares
-them on the shared store.
+DuckLake, Parquet files in a temp folder), three API-created runs at once, the third with `runner: dask` (a
+LocalCluster of 2 workers). The worker that picked up the first run is SIGKILLed once that run has stored
+cells; its flow runs crash with it and are resumed (or, if their eval had not started, run again) on the
+other worker. Then: every eval run completed, every cell stored once, and the plain `duckdb` shell compares
+two of them on the shared store.
 
 Run by `make test-shared` (.venv-shared); skipped by `make test`. One module, one server, as cheap as we
 could make it: the runs are small code-scorer evals.
@@ -35,6 +36,7 @@ from flows.server.processes import start_server, start_worker, stop_server, stop
 pytestmark = [pytest.mark.e2e, pytest.mark.shared]
 N_ROWS = 300
 SCORERS = [{"id": "tone-scorer"}, {"id": "textual-difference-scorer"}]
+DASK = {"runner": "dask", "workers": 2}
 
 
 def _ppid(pid: int) -> int:
@@ -87,6 +89,10 @@ def test_two_workers_two_runs_at_once_a_worker_killed_every_cell_once(cluster: d
     second = api.create_flow_run(api.deployment("nightly")["id"],
                                  {"config": {"dataset": str(dataset), "scorers": SCORERS, "name": "second"},
                                   "max_drop": 1.0})
+    # And a third at once, whose steps run on a Dask LocalCluster of 2 workers (--runner dask).
+    third = api.create_flow_run(api.deployment("smoke")["id"],
+                                {"config": {**DASK, "dataset": str(dataset), "scorers": SCORERS, "name": "third"},
+                                 "max_drop": 1.0})
 
     store = Store(lake)  # this test's own view of the shared store
 
@@ -107,12 +113,15 @@ def test_two_workers_two_runs_at_once_a_worker_killed_every_cell_once(cluster: d
 
     # A flow run whose worker died crashes with it (its output went to the worker); the eval run it was
     # writing is then resumed, as an operator would, by a new flow run with `resume`, on the surviving worker.
-    flows = {"first": (first, "demo"), "second": (second, "nightly")}
-    for name, (run, deployment) in flows.items():
+    flows = {"first": (first, "demo", {}), "second": (second, "nightly", {}), "third": (third, "smoke", DASK)}
+    for name, (run, deployment, extra) in flows.items():
         state = api.wait_terminal(run["id"], timeout=300)["state_type"]
         if state != "COMPLETED":
-            params = {"config": {"dataset": str(dataset), "scorers": SCORERS, "name": name, "resume": name}}
-            if deployment == "nightly":
+            # A flow run killed before its eval started stored nothing to resume: run it again.
+            started = store.sql("SELECT count(*) FROM runs WHERE name = ?", [name]).rows[0][0]
+            config = {**extra, "dataset": str(dataset), "scorers": SCORERS, "name": name}
+            params: dict[str, object] = {"config": {**config, **({"resume": name} if started else {})}}
+            if deployment != "demo":
                 params["max_drop"] = 1.0
             retry = api.create_flow_run(api.deployment(deployment)["id"], params)
             state = api.wait_terminal(retry["id"], timeout=300)["state_type"]
@@ -121,7 +130,7 @@ def test_two_workers_two_runs_at_once_a_worker_killed_every_cell_once(cluster: d
     assert [w for w in workers if w.poll() is None], "the other worker died too"
     assert 0 < killed_at, "the worker was killed before its run stored anything"
     statuses = dict(store.sql("SELECT name, status FROM runs ORDER BY name").rows)
-    assert statuses == {"first": "completed", "second": "completed"}, statuses
+    assert statuses == {"first": "completed", "second": "completed", "third": "completed"}, statuses
 
     shell = Path(sys.executable).with_name("duckdb")
     catalog = parse_target(lake).catalog
@@ -135,7 +144,7 @@ def test_two_workers_two_runs_at_once_a_worker_killed_every_cell_once(cluster: d
     assert done.returncode == 0, done.stderr
     tables = [json.loads(part) for part in done.stdout.replace("]\n[", "]\x00[").split("\x00") if part.strip()]
     cells = {row["name"]: row for row in tables[0]}
-    for name in ("first", "second"):
+    for name in ("first", "second", "third"):
         values = list(cells[name].values())
         assert values[1] == values[2] == N_ROWS * len(SCORERS), cells
     assert [(r["scorer_id"], r["n_paired"]) for r in tables[1]] == [
