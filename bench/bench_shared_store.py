@@ -46,34 +46,40 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--batch", type=int, default=500, help="cells per batch (ResultWriter's batch_rows)")
     parser.add_argument("--cells", type=int, default=1_000_000)
+    parser.add_argument("--run", default="w", help="run id of the written run (distinct per concurrent writer)")
     args = parser.parse_args()
     load = [os.getloadavg()[0]]
     start = time.perf_counter()
     store = Store(args.db)
     open_s = time.perf_counter() - start
-    store.start_run("w", "bench", "b.jsonl", "h", {})
+    store.start_run(args.run, "bench", "b.jsonl", "h", {})
     times = []
+    writes_start = time.perf_counter()
     for b in range(args.batches):
         ids = [f"item-{b}-{i}" for i in range(args.batch // 2)]
-        scores = [ScoreRow(run_id="w", item_id=iid, scorer_id=s, scorer_version="1", score=0.5, reason="a short reason",
+        scores = [ScoreRow(run_id=args.run, item_id=iid, scorer_id=s, scorer_version="1", score=0.5, reason="a short reason",
                            analyze_step_result={"ratio": 0.5, "changes": 3}) for iid in ids for s in SCORERS[:2]]
         begin = time.perf_counter()
-        store.write_batch("w", items=[{"item_id": iid, "input": f"q {iid}", "output": "a"} for iid in ids], scores=scores)
+        store.write_batch(args.run, items=[{"item_id": iid, "input": f"q {iid}", "output": "a"} for iid in ids], scores=scores)
         times.append(time.perf_counter() - begin)
+    write_s = time.perf_counter() - writes_start
     load.append(os.getloadavg()[0])
     per_run = args.cells // (2 * len(SCORERS))
-    _fill(store, "run-a", per_run, 0.1, 0)
-    _fill(store, "run-b", per_run, 0.12, 1)
-    compare = []
-    for _ in range(3):
-        begin = time.perf_counter()
-        rows = store.compare("run-a", "run-b")
-        compare.append(time.perf_counter() - begin)
-    assert len(rows) == len(SCORERS) and rows[0]["n_paired"] == per_run, rows
+    compare = [0.0]
+    if per_run:  # --cells 0: writes only (several of these at once measure concurrent writers)
+        _fill(store, f"{args.run}-a", per_run, 0.1, 0)
+        _fill(store, f"{args.run}-b", per_run, 0.12, 1)
+        compare = []
+        for _ in range(3):
+            begin = time.perf_counter()
+            rows = store.compare(f"{args.run}-a", f"{args.run}-b")
+            compare.append(time.perf_counter() - begin)
+        assert len(rows) == len(SCORERS) and rows[0]["n_paired"] == per_run, rows
     load.append(os.getloadavg()[0])
     print(json.dumps({
         "db": "ducklake" if args.db.startswith("ducklake:") else "file", "duckdb": duckdb.__version__,
-        "open_s": round(open_s, 3), "batch_ms_median": round(statistics.median(times) * 1000, 1),
+        "run": args.run, "open_s": round(open_s, 3), "write_s": round(write_s, 2),
+        "batch_ms_median": round(statistics.median(times) * 1000, 1),
         "batch_ms_min": round(min(times) * 1000, 1), "batch_ms_max": round(max(times) * 1000, 1),
         "cells_per_s": round(args.batch / statistics.median(times)), "compare_cells": per_run * 2 * len(SCORERS),
         "compare_s_median": round(statistics.median(compare), 3), "compare_s_min": round(min(compare), 3),
