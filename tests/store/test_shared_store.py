@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from pg_harness import postgres_server
 
 from flows.store import ScoreRow, Store
+from flows.store import store as store_module
 
 pytestmark = pytest.mark.shared
 WORKER = Path(__file__).with_name("proc_worker.py")
@@ -23,7 +25,7 @@ N_ITEMS = 24  # x 2 scorers (proc_worker.SCORERS)
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[str]:
-    with postgres_server(databases=("race", "shell", "refuse")) as url:
+    with postgres_server(databases=("race", "overlap", "shell", "refuse")) as url:
         yield url
 
 
@@ -60,6 +62,44 @@ def test_two_writers_of_one_run_and_a_third_write_every_cell_once(pg: str, tmp_p
     versions = store.sql("SELECT version, count(*) FROM schema_version GROUP BY version ORDER BY version").rows
     assert [count for _, count in versions] == [1] * len(versions) and versions[-1][0] == store.migrated_from
     assert list((tmp_path / "data").rglob("*.parquet")), "no Parquet file under the data path"
+
+
+def test_two_overlapping_writes_of_one_new_cell_leave_one_row(pg: str, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interleaving that duplicates a cell without the write token, made certain: two transactions each
+    upsert the same new cell and wait for each other before either commits (DuckLake lets two inserts commit
+    together; the token makes the second commit conflict, and its retry replaces the first one's row)."""
+    store = Store(lake_url(pg, "overlap", tmp_path / "data"))
+    store.start_run("r", "r", "d.jsonl", "h", {})
+    both_upserted = threading.Barrier(2, timeout=60)
+    real_upsert = store_module.upsert
+    waited: list[str] = []
+
+    def upsert_then_wait(con: object, table: str, *args: object) -> None:
+        real_upsert(con, table, *args)  # type: ignore[arg-type]
+        if table == "scores" and len(waited) < 2:  # first attempts only; a retry goes straight on
+            waited.append(table)
+            both_upserted.wait()
+
+    monkeypatch.setattr(store_module, "upsert", upsert_then_wait)
+    errors: list[BaseException] = []
+
+    def write(score: float) -> None:
+        try:
+            store.write_batch("r", scores=[ScoreRow(run_id="r", item_id="i", scorer_id="tone", scorer_version="1",
+                                                    score=score)])
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(score,)) for score in (0.25, 0.75)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    assert len(waited) == 2, "the two writes did not overlap"
+    rows = store.sql("SELECT score FROM scores WHERE run_id = 'r'").rows
+    assert len(rows) == 1 and rows[0][0] in (0.25, 0.75), rows
 
 
 def test_plain_duckdb_shell_compares_runs_on_the_lake(pg: str, tmp_path: Path) -> None:
