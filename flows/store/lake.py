@@ -69,8 +69,7 @@ def _install_extensions() -> None:
             "carries the extensions for; docs/scale-out.md)"
         )
     platform = duckdb.execute("PRAGMA platform").fetchone()[0]  # type: ignore[index]
-    target_dir = Path(os.environ.get("EVALDUCK_DUCKDB_EXTENSIONS") or Path.home() / ".duckdb" / "extensions")
-    target_dir = target_dir / f"v{version}" / platform
+    target_dir = Path(extension_directory()) / f"v{version}" / platform
     target_dir.mkdir(parents=True, exist_ok=True)
     for name, source in sources.items():
         dest = target_dir / f"{name}.duckdb_extension"
@@ -82,6 +81,7 @@ def _install_extensions() -> None:
 
 
 def extension_directory() -> str:
+    """DuckDB's default extension folder (where the plain shell looks), or `EVALDUCK_DUCKDB_EXTENSIONS`."""
     return str(Path(os.environ.get("EVALDUCK_DUCKDB_EXTENSIONS") or Path.home() / ".duckdb" / "extensions"))
 
 
@@ -131,7 +131,7 @@ def is_conflict(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.Error) and "conflict" in str(exc).lower()
 
 
-def retry_conflicts(work: Callable[[], T], label: str) -> T:
+def retry_conflicts(work: Callable[[], T]) -> T:
     """`work()` again (jittered backoff) while its transaction conflicts with another writer's."""
     deadline = time.monotonic() + _MAX_CONFLICT_WAIT_S
     backoff = 0.01

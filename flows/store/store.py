@@ -90,7 +90,7 @@ class Store:
 
     def _retrying(self, work: Callable[[], T]) -> T:
         """A file's operations run once (its lock serialises them); a lake's again after a commit conflict."""
-        return lake.retry_conflicts(work, str(self.path)) if self.target.shared else work()
+        return lake.retry_conflicts(work) if self.target.shared else work()
 
     def _write(self, body: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         """`body` in one write transaction; on the shared store it also updates the write token, so that
