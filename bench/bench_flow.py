@@ -3,13 +3,16 @@
   (a) judge-bound: N items (default 200), answer relevancy, fake judge with 1 s latency, concurrency 16:
       3 requests per item; ideal = requests x latency / concurrency.
   (b) code-bound: tone + textual difference on 2,000 and on 200 items; marginal cost per item-scorer =
-      (t2000 - t200) / (1800 x 2), storage included.
+      (t2000 - t200) / (1800 x 2), storage included. `--set code` measures the four code scorers of
+      SCORERS.md 2 instead ((t2000 - t200) / (1800 x 4)); `--set both` alternates the seeds and them in one
+      run, on agent rows (an output that calls a tool, then answers), so the two figures compare.
   (c) a cached re-run of (a): zero judge requests expected; its wall time against (a).
 
 Each run is one `run_evals` call timed on its own, after a warm-up run in the same process (so Prefect's
 local server is already up). The fake judge runs in a child process. Private PREFECT_HOME, cache folder and DuckDB file in a temporary folder.
 
 Usage: .venv/bin/python bench/bench_flow.py [a|b|c|all] [--items 200] [--latency 1.0] [--concurrency 16]
+       [--repeat 3] [--set seeds|code|both]
 """
 
 from __future__ import annotations
@@ -46,6 +49,23 @@ def _rows(n: int, tag: str) -> list[dict[str, str]]:
         }
         for i in range(n)
     ]
+
+
+def _agent_rows(n: int, tag: str) -> list[dict[str, Any]]:
+    """(b)'s rows with the output as an agent's messages: a tool call, its result, then the answer."""
+    rows: list[dict[str, Any]] = _rows(n, tag)
+    for row in rows:
+        call = {"id": f"call-{row['id']}", "type": "function",
+                "function": {"name": "reset_password", "arguments": json.dumps({"account": row["id"]})}}
+        row["output"] = [{"role": "assistant", "content": None, "tool_calls": [call]},
+                         {"role": "tool", "content": "link sent", "tool_call_id": call["id"]},
+                         {"role": "assistant", "content": row["output"]}]
+    return rows
+
+
+SEEDS: list[object] = ["tone-scorer", "textual-difference-scorer"]
+CODE: list[object] = ["completeness-scorer", "content-similarity-scorer", "keyword-coverage-scorer",
+                      {"id": "code-tool-call-accuracy-scorer", "options": {"expected_tool": "reset_password"}}]
 
 
 def _serve(latency: float, conn: Connection) -> None:
@@ -165,19 +185,23 @@ def bench_judge(items: int, latency: float, concurrency: int, cached_rerun: bool
             print(f"    judge requests {judge.ask('count')}; {t2:.2f} s vs {t:.2f} s ({t2 / t:.1%} of (a))", flush=True)
 
 
-def bench_code(repeat: int) -> None:
+def bench_code(repeat: int, which: str = "seeds") -> None:
     db = str(WORK / "code.duckdb")
     _warm_up(db)
-    scorers = ["tone-scorer", "textual-difference-scorer"]
-    times: dict[int, list[float]] = {200: [], 2000: []}
+    sets = {"seeds": SEEDS, "code": CODE} if which == "both" else {which: SEEDS if which == "seeds" else CODE}
+    rows = _agent_rows if which == "both" else _rows
+    times: dict[tuple[str, int], list[float]] = {(name, n): [] for name in sets for n in (200, 2000)}
     for r in range(repeat):
-        for n in (200, 2000):  # a fresh cache folder each time: every step computed
-            times[n].append(_timed(f"(b) code-bound, {n} items x 2 scorers", data=_rows(n, f"code{n}"),
-                                   scorers=scorers, db=db, cache_dir=str(WORK / f"code-cache-{n}-{r}")))
-    t200, t2000 = statistics.median(times[200]), statistics.median(times[2000])
-    marginal = (t2000 - t200) / (1800 * 2) * 1000
-    print(f"    medians of {repeat}: t200 {t200:.2f} s, t2000 {t2000:.2f} s; marginal cost per item-scorer: "
-          f"{marginal:.3f} ms", flush=True)
+        for name, scorers in sets.items():  # alternated: each set sees the same load, round by round
+            for n in (200, 2000):  # a fresh cache folder each time: every step computed
+                times[name, n].append(_timed(
+                    f"(b) code-bound, {n} items x {len(scorers)} scorers ({name})", data=rows(n, f"{name}{n}"),
+                    scorers=scorers, db=db, cache_dir=str(WORK / f"code-cache-{name}-{n}-{r}")))
+    for name, scorers in sets.items():
+        t200, t2000 = statistics.median(times[name, 200]), statistics.median(times[name, 2000])
+        marginal = (t2000 - t200) / (1800 * len(scorers)) * 1000
+        print(f"    {name}, medians of {repeat}: t200 {t200:.2f} s, t2000 {t2000:.2f} s; marginal cost per "
+              f"item-scorer: {marginal:.3f} ms", flush=True)
 
 
 def main() -> None:
@@ -187,10 +211,12 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3, help="(b): runs of each size; medians are used")
+    parser.add_argument("--set", default="seeds", choices=["seeds", "code", "both"],
+                        help="(b): the seeds (tone, textual difference), the four code scorers, or both alternated")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, load average {os.getloadavg()}, work folder {WORK}", flush=True)
     if args.which in ("b", "all"):
-        bench_code(args.repeat)
+        bench_code(args.repeat, args.set)
     if args.which in ("a", "c", "all"):
         bench_judge(args.items, args.latency, args.concurrency, cached_rerun=args.which != "a")
     print(f"load average after: {os.getloadavg()}", flush=True)

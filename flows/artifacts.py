@@ -11,6 +11,7 @@ import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -22,9 +23,10 @@ from prefect.artifacts import (
 )
 
 from flows.display import md_code, md_text
+from flows.gate import direction_note
 
-__all__ = ("artifact_key", "ProgressArtifact", "summary_rows", "publish_summary", "publish_comparison",
-           "comparison_markdown")
+__all__ = ("artifact_key", "ProgressArtifact", "summary_rows", "summary_description", "publish_summary",
+           "publish_comparison", "comparison_markdown")
 
 logger = logging.getLogger("evalduck.artifacts")
 
@@ -78,12 +80,14 @@ def _num(value: Any, digits: int = 3) -> Any:
 
 
 def summary_rows(per_scorer: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per scorer: mean over scored cells, counts, judge tokens and cost (spent by this run)."""
+    """One row per scorer: its direction, mean over scored cells, counts (skipped cells apart: not scorable or
+    no judge), judge tokens and cost (spent by this run)."""
     rows = []
     for s in per_scorer:
         tokens = (s.get("prompt_tokens") or 0) + (s.get("completion_tokens") or 0)
         rows.append({
             "scorer": s["scorer_id"],
+            "higher_is_better": s.get("higher_is_better") is not False,
             "mean": _num(s.get("mean_score")),
             "scored": int(s.get("n_scored") or 0),
             "errored": int(s.get("n_errors") or 0),
@@ -92,6 +96,18 @@ def summary_rows(per_scorer: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
             "judge_cost_usd": _num(s.get("cost"), 6),
         })
     return rows
+
+
+def summary_description(run_id: str, n_items: int, report: Path | None, trend_uri: str | None, name: str | None) -> str:
+    """The summary table's description (markdown in the UI): the run, where its HTML report is, and the trend
+    chart of the last runs of its name (the Prefect UI draws a data: URI image: docs/architecture.md)."""
+    lines = [f"evalduck run {md_code(run_id)} ({n_items} items)."]
+    if report is not None:
+        lines[0] += f" HTML report: [{md_text(report.name)}]({report.resolve().as_uri()}) at {md_code(report)}"
+    if trend_uri is not None:
+        lines += ["", f"Mean per scorer over the last runs of {md_text(name or 'this name')}:", "",
+                  f"![trend of each scorer's mean over the last runs]({trend_uri})"]
+    return "\n".join(lines)
 
 
 async def publish_summary(key: str, rows: list[dict[str, Any]], description: str) -> None:
@@ -114,7 +130,8 @@ def comparison_markdown(rows: Sequence[Mapping[str, Any]], run_a: str, run_b: st
         f"# {md_text(name or 'eval')}: this run vs the previous one",
         "",
         f"Previous run {md_code(run_a)}, this run {md_code(run_b)}. Delta = this − previous, paired per item; "
-        "the interval is the 95% confidence interval of the mean paired delta.",
+        "the interval is the 95% confidence interval of the mean paired delta. For a scorer marked "
+        "\"lower is better\", a rise is the regression.",
         "",
         "| scorer | previous mean | this mean | delta | 95% CI | paired | improved | regressed | note |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -123,7 +140,7 @@ def comparison_markdown(rows: Sequence[Mapping[str, Any]], run_a: str, run_b: st
         ci = f"[{_fmt(r.get('ci_low'), True)}, {_fmt(r.get('ci_high'), True)}]"
         warning = r.get("warning") or r.get("warnings") or ""
         lines.append(
-            f"| {md_text(r.get('scorer_id'))} | {_fmt(r.get('mean_a'))} | {_fmt(r.get('mean_b'))} | "
+            f"| {md_text(str(r.get('scorer_id')) + direction_note(r))} | {_fmt(r.get('mean_a'))} | {_fmt(r.get('mean_b'))} | "
             f"{_fmt(r.get('mean_delta'), True)} | {ci} | {r.get('n_paired', 0)} | {r.get('n_improved', 0)} | "
             f"{r.get('n_regressed', 0)} | {md_text(warning)} |"
         )

@@ -11,27 +11,43 @@ from scorers import PREBUILT, ConfigError, describe_validation
 
 from flows.settings import default_cache_dir  # here too: where the flow has always found it
 
-__all__ = ("EvalConfig", "RunOptions", "bind_options", "ScorerSpec", "ScorerId", "SCORER_IDS", "DEFAULT_SCORERS", "DEMO_CONFIG", "default_cache_dir")
+__all__ = ("EvalConfig", "RunOptions", "bind_options", "ScorerSpec", "SCORER_IDS", "SCORER_ID_HELP", "is_import_path",
+           "DEFAULT_SCORERS", "DEMO_CONFIG", "default_cache_dir")
 
 SCORER_IDS: tuple[str, ...] = tuple(PREBUILT)
-# The ids of scorers.PREBUILT, for pydantic (the UI form's choices and the errors that list them); `Literal`
-# of a tuple is the Literal of its items. Type checkers cannot follow it and see `str`.
-ScorerId = Literal[SCORER_IDS]  # type: ignore[valid-type]
-DEFAULT_SCORERS: tuple[str, ...] = SCORER_IDS
+# SCORERS.md 0.6: the default set stays the three seeds.
+DEFAULT_SCORERS: tuple[str, ...] = ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
+# The one wording of what a scorer id may be: the UI form's help, the CLI's --scorer help, the error.
+SCORER_ID_HELP = (f"A prebuilt scorer id ({', '.join(SCORER_IDS)}) or an import path 'module:attribute' to a Scorer "
+                  "or to a factory called with the options (e.g. mypkg.evals:strict_tone).")
+
+
+def is_import_path(value: str) -> bool:
+    """``module:attribute`` (scorers.load_scorer checks the rest when the run is prepared)."""
+    return ":" in value
 
 
 class ScorerSpec(BaseModel):
-    """A prebuilt scorer by id, with its options (e.g. ``{"uncertainty_weight": 0.5}``)."""
+    """A scorer by prebuilt id or import path, with its options (e.g. ``{"uncertainty_weight": 0.5}``)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    id: ScorerId = Field(description="Which prebuilt scorer.")
+    id: str = Field(description=SCORER_ID_HELP)
     options: dict[str, Any] = Field(default_factory=dict, description="The scorer's options (see its factory).")
 
     @model_validator(mode="before")
     @classmethod
     def _from_id(cls, value: Any) -> Any:
         return {"id": value} if isinstance(value, str) else value
+
+    @field_validator("id")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        value = value.strip()
+        if value in PREBUILT or is_import_path(value):
+            return value
+        raise ValueError(f"must be one of {', '.join(map(repr, SCORER_IDS))}, or an import path 'module:attribute' "
+                         "(e.g. mypkg.evals:strict_tone)")
 
 
 class RunOptions(BaseModel):
@@ -74,6 +90,10 @@ class RunOptions(BaseModel):
     fail_fast: bool = Field(default=False, description="Stop the run at the first item that ends in error.")
     chunk_size: int = Field(default=2000, ge=1, description="Items per task for cheap code steps.")
     progress_every: int = Field(default=25, ge=1, description="Update the progress artifact every N items.")
+    report: bool = Field(
+        default=True, description="At the end of the run, write its HTML report to reports/<name>-<run id>.html "
+        "beside the DuckDB file (linked from the summary artifact); off: no file (`evalduck report` writes one later).",
+    )
     judge_process: bool = Field(
         default=True,
         description="Judge and model requests in a child process (keeps litellm's CPU off the flow's loop); "
@@ -118,8 +138,8 @@ class _WhatToEvaluate(BaseModel):
 
     dataset: str = Field(description="Dataset file: .jsonl, .json, .csv or .parquet (relative to the working dir).")
     scorers: list[ScorerSpec] = Field(
-        default_factory=lambda: [ScorerSpec(id=s) for s in DEFAULT_SCORERS],  # type: ignore[arg-type]
-        description="Scorers to run, each with options.",
+        default_factory=lambda: [ScorerSpec(id=s) for s in DEFAULT_SCORERS],
+        description=f"Scorers to run, each an id with options. {SCORER_ID_HELP} Default: {', '.join(DEFAULT_SCORERS)}.",
     )
     target: str | None = Field(
         default=None,

@@ -160,6 +160,7 @@ def _run_evals(
     runner: str | None = None,
     dask_address: str | None = None,
     workers: int | None = None,
+    report: bool | None = None,
 ) -> EvalResult:
     """Run scorers over a dataset and store every result in DuckDB.
 
@@ -185,6 +186,7 @@ def _run_evals(
         runner: "local" (default) or "dask": target calls, judge steps and code chunks on the workers of
             the Dask cluster at ``dask_address``, or of a LocalCluster of ``workers`` processes
             (docs/scale-out.md).
+        report: write the run's HTML report beside the DuckDB file at its end (default); False: none.
     """
     given = _given_options(locals())
     return _execute(data=data, scorers=scorers or list(DEFAULT_SCORERS), target=target,

@@ -5,6 +5,7 @@ module so that the child imports only what it needs."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 from multiprocessing.connection import Connection
@@ -25,6 +26,11 @@ def _child(conn: Connection) -> None:
     """The child: one coroutine per request, answers sent back as they finish."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm  # noqa: F401 - imported while the parent sets up its run, not during the first request
+
+    # What exists now (litellm, and in a child forked by the warm starter Prefect and the flows too: ~490,000
+    # objects) stays out of the collector: a full collection scanned it all, holding every answer in flight
+    # for 0.8-1.8 s per run under load (docs/benchmarks.md). The run's own process does the same (frozen_gc).
+    gc.freeze()
 
     async def serve() -> None:
         transport = LiteLLMTransport()

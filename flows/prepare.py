@@ -113,8 +113,14 @@ def prepare_run(
     run_config = dict(config or {})
     run_config.setdefault("scorers", [{"id": s.id, "version": s.version, "options": dict(s.options)} for s in built])
     run_config.setdefault("target", tgt.label)
+    # What ran, whatever the config named (a prebuilt id or an import path): each scorer's own id, version and
+    # direction; the directions also go to the run_scorers table.
+    ran = [(s.id, s.version, s.higher_is_better) for s in built]
+    ran += [(sk.scorer_id, sk.version, sk.higher_is_better) for sk in skipped]
+    run_config["run_scorers"] = [{"id": i, "version": v, "higher_is_better": h} for i, v, h in ran]
+    directions = {i: h for i, _, h in ran}
     store.start_run(run_id, o.name, dataset.source, dataset.hash, run_config, flow_run_id,
-                    items=[i.store_record() for i in dataset.items])
+                    items=[i.store_record() for i in dataset.items], directions=directions)
 
     folder = Path(o.cache_dir) if o.cache_dir else default_cache_dir()
     folder.mkdir(parents=True, exist_ok=True)

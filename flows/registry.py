@@ -1,18 +1,21 @@
-"""Scorer ids (as written in configs, the CLI and the UI form) -> scorers.PREBUILT's factories, with options.
+"""Scorer specs (as written in configs, the CLI and the UI form) -> scorers: a prebuilt id builds with
+scorers.PREBUILT's factory, an import path (`mypkg.evals:strict_tone`) with scorers.load_scorer; options
+either way.
 
-A judge scorer with no judge model anywhere is not an error: it is skipped with one line saying how to
-configure it, so `make demo` works out of the box and still tells the user what they are missing.
+A judge scorer with no judge model anywhere (a prebuilt one, or a factory declaring `needs_judge = True`)
+is not an error: it is skipped with one line saying how to configure it, so `make demo` works out of the
+box and still tells the user what they are missing.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
-from scorers import JUDGE_MODEL_ENV, PREBUILT, ConfigError, Scorer, describe_validation
+from scorers import JUDGE_MODEL_ENV, PREBUILT, ConfigError, Scorer, describe_validation, load_scorer, locate_scorer
 
 from flows.config import ScorerSpec
 
@@ -26,6 +29,7 @@ class Skipped:
     scorer_id: str
     reason: str
     version: str = ""
+    higher_is_better: bool = True
 
 
 def no_judge_message(scorer_id: str) -> str:
@@ -45,6 +49,36 @@ def _spec(value: Any) -> ScorerSpec:
         raise ConfigError(f"scorer {value!r}: {describe_validation(exc, noun='scorer field')}") from None
 
 
+@dataclass(frozen=True)
+class _Source:
+    """Where a spec's scorer comes from: a PREBUILT entry or what an import path names (a Scorer or a factory),
+    with the factory's declarations (SCORERS.md 0.6) when it has them."""
+
+    build: Callable[[dict[str, Any]], Scorer]
+    scorer_id: str
+    version: str
+    needs_judge: bool
+    higher_is_better: bool
+
+
+def _source(spec: ScorerSpec) -> _Source:
+    if spec.id in PREBUILT:
+        p = PREBUILT[spec.id]
+        return _Source(p.factory, p.id, p.version, p.needs_judge, p.higher_is_better)
+    try:
+        found = locate_scorer(spec.id)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    declared = found if not isinstance(found, Scorer) else None
+    return _Source(
+        build=lambda options: load_scorer(spec.id, options),
+        scorer_id=str(getattr(found, "scorer_id", None) or getattr(found, "id", None) or spec.id),
+        version=str(getattr(found, "version", "") or ""),
+        needs_judge=getattr(declared, "needs_judge", False) is True,
+        higher_is_better=getattr(found, "higher_is_better", True) is not False,
+    )
+
+
 def build_scorers(
     scorers: Sequence[Scorer | ScorerSpec | str | Mapping[str, Any]],
     *,
@@ -52,10 +86,11 @@ def build_scorers(
     judge_api_base: str | None = None,
     judge_timeout: float | None = None,
 ) -> tuple[list[Scorer], list[Skipped]]:
-    """Scorer objects pass through; ids/specs are built from the registry with their options.
+    """Scorer objects pass through; ids and import paths (specs) are built with their options.
 
     Raises:
-        ValueError: an unknown scorer id or bad options (ConfigError), or two scorers with the same id.
+        ValueError: an unknown scorer id, an import path that names no scorer, bad options (ConfigError), or
+            two scorers with the same id.
     """
     built: list[Scorer] = []
     skipped: list[Skipped] = []
@@ -65,18 +100,19 @@ def build_scorers(
             continue
         spec = _spec(value)
         options = dict(spec.options)
-        prebuilt = PREBUILT[spec.id]
-        if prebuilt.needs_judge:
+        source = _source(spec)
+        if source.needs_judge:
             model = options.get("model") or judge_model or os.environ.get(JUDGE_MODEL_ENV, "").strip()
             if not model:
-                skipped.append(Skipped(spec.id, no_judge_message(spec.id), prebuilt.version))
+                skipped.append(Skipped(source.scorer_id, no_judge_message(source.scorer_id), source.version,
+                                       source.higher_is_better))
                 continue
             options["model"] = model
             if judge_api_base and not options.get("api_base"):
                 options["api_base"] = judge_api_base
             if judge_timeout and not options.get("timeout"):
                 options["timeout"] = judge_timeout
-        built.append(prebuilt.factory(options))
+        built.append(source.build(options))
     ids = [s.id for s in built] + [s.scorer_id for s in skipped]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:

@@ -2,7 +2,9 @@
 fail the flow run (red in the Prefect UI, visible to automations) when a scorer regressed.
 
 A regression is decided by `flows.gate`, the rule `evalduck compare --fail-below` uses too: the upper end of
-the 95% interval of the paired delta lies below `-max_drop`; a scorer without an interval is not gated.
+the 95% interval of the paired delta lies below `-max_drop` (for a lower-is-better scorer, such as
+hallucination, the lower end lies above `+max_drop`: its rise is the regression); a scorer without an
+interval is not gated.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def regression_check(config: EvalConfig = DEMO_CONFIG, max_drop: float = 0.0) ->
     Args:
         config: The eval to run; its `name` identifies the series of runs to compare (default: the demo
             eval, datasets/demo.jsonl, run name "demo").
-        max_drop: Tolerated drop of a scorer's mean (0 fails on any credible drop).
+        max_drop: Tolerated drop of a scorer's mean, or rise of a lower-is-better scorer's (0 fails on any
+            credible change for the worse).
     """
     logger = get_run_logger()
     if not config.name:

@@ -1,13 +1,27 @@
-"""After a run: its summary and comparison artifacts on the Prefect API, and the ``EvalResult`` it returns."""
+"""After a run: its HTML report (flows/html_report/), its summary and comparison artifacts on the Prefect API,
+and the ``EvalResult`` it returns. The report and the artifacts' trend chart are visibility: a failure is logged,
+never allowed to fail the run, whose results are all stored by then."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from flows.artifacts import artifact_key, comparison_markdown, publish_comparison, publish_summary, summary_rows
+from flows.artifacts import (
+    artifact_key,
+    comparison_markdown,
+    publish_comparison,
+    publish_summary,
+    summary_description,
+    summary_rows,
+)
+from flows.html_report import WrittenReport
 from flows.prepare import Prepared
+
+logger = logging.getLogger("evalduck.report")
 
 __all__ = ("EvalResult", "Report", "publish_report", "eval_result")
 
@@ -24,31 +38,75 @@ class EvalResult(BaseModel):
     previous_run_id: str | None = None
     comparison: list[dict[str, Any]] | None = None
     flow_run_id: str | None = Field(default=None, description="the Prefect flow run that ran it")
+    report: str | None = Field(default=None, description="the run's HTML report, when one was written")
 
 
-Report = tuple[list[dict[str, Any]], list[dict[str, Any]] | None]  # summary rows, comparison rows
+# summary rows, comparison rows, the HTML report written
+Report = tuple[list[dict[str, Any]], list[dict[str, Any]] | None, WrittenReport | None]
+
+
+def _ui_url() -> str | None:
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().ui_url
+    return str(url).rstrip("/") if url else None
+
+
+def _html_report(prepared: Prepared) -> WrittenReport | None:
+    from flows.html_report import write_report
+
+    plan = prepared.plan
+    try:
+        return write_report(plan.store, plan.run_id, ui_url=_ui_url())
+    except Exception as exc:  # noqa: BLE001 - the results are stored; the report can be written later
+        logger.warning("run %s: could not write its HTML report (`evalduck report %s` writes it later): %s",
+                       plan.run_id, plan.run_id, exc, exc_info=True)
+        return None
+
+
+def _trend_chart(prepared: Prepared) -> str | None:
+    """The small trend chart of the summary artifact, as a data: URI; None for a run without earlier runs."""
+    from flows.html_report import scorer_stats, trend_run_ids
+    from flows.html_report.charts import small_trend_data_uri
+    from flows.html_report.reader import store_records
+
+    plan = prepared.plan
+    if not plan.options.name:
+        return None
+    try:
+        records = store_records(plan.store)
+        ids = trend_run_ids(records, plan.run_id)
+        return small_trend_data_uri(scorer_stats(records, ids)) if len(ids) > 1 else None
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("run %s: could not draw the trend chart: %s", plan.run_id, exc, exc_info=True)
+        return None
 
 
 async def publish_report(prepared: Prepared) -> Report:
-    """The run's summary (and, with a previous run of its name, the comparison) as artifacts."""
+    """The run's HTML report (unless switched off), then its summary (linking the report, with the trend over
+    the last runs of its name) and, with a previous run of its name, the comparison as artifacts."""
     plan, name, previous = prepared.plan, prepared.plan.options.name, prepared.previous
     rows = summary_rows(plan.store.run_summary(plan.run_id).scorers)
     comparison = plan.store.compare(previous, plan.run_id) if previous else None
+    written = await asyncio.to_thread(_html_report, prepared) if plan.options.report else None
+    trend = await asyncio.to_thread(_trend_chart, prepared)
     await publish_summary(artifact_key(name, "summary"), rows,
-                          f"evalduck run {plan.run_id} ({len(prepared.dataset)} items)")
+                          summary_description(plan.run_id, len(prepared.dataset), written.path if written else None,
+                                              trend, name))
     if comparison is not None and previous is not None:
         await publish_comparison(artifact_key(name, "comparison"),
                                  comparison_markdown(comparison, previous, plan.run_id, name),
                                  f"run {plan.run_id} vs previous run {previous}")
-    return rows, comparison
+    return rows, comparison, written
 
 
 def eval_result(prepared: Prepared, report: Report, flow_run_id: str | None) -> EvalResult:
     plan = prepared.plan
-    rows, comparison = report
+    rows, comparison, written = report
     return EvalResult(
         run_id=plan.run_id, name=plan.options.name, scores={r["scorer"]: r["mean"] for r in rows},
         summary={"totalItems": len(prepared.dataset.items),
                  "scorers": {r["scorer"]: {k: v for k, v in r.items() if k != "scorer"} for r in rows}},
         db=str(plan.store.path), previous_run_id=prepared.previous, comparison=comparison, flow_run_id=flow_run_id,
+        report=str(written.path) if written else None,
     )

@@ -24,7 +24,7 @@ from prefect.client.schemas.objects import TaskRun
 from prefect.context import TaskRunContext
 from prefect.states import State, aget_state_exception
 from prefect.tasks import exponential_backoff
-from scorers import JudgeConfigError, JudgeTransientError, Step, StepContext
+from scorers import JudgeConfigError, JudgeTransientError, NotScorable, Step, StepContext
 
 from flows.config import RunOptions
 
@@ -40,7 +40,13 @@ __all__ = (
     "code_chunk_task",
     "target_task",
     "chunk_key",
+    "NOT_SCORABLE",
 )
+
+# The key of a step's result that says the scorer raised NotScorable (the item lacks what it needs): a result,
+# not a failure, so it is never retried, no task run fails (nor logs a traceback) for it, and it is cached
+# like any result of the same inputs.
+NOT_SCORABLE = "notScorable"
 
 JITTER = 0.5
 # Task-run id -> earliest monotonic time of its next attempt (a Retry-After floor under the backoff).
@@ -141,8 +147,11 @@ _CACHED = {
 
 @task(name="judge-step", **_CACHED)
 async def _judge_step(cache_key: str, item_id: str, job: Job) -> dict[str, Any]:
-    """One attempt of one judge step on one item; the StepOutput as JSON."""
-    output = await _run_job(job)
+    """One attempt of one judge step on one item; the StepOutput as JSON, or ``{NOT_SCORABLE: reason}``."""
+    try:
+        output = await _run_job(job)
+    except NotScorable as exc:
+        return {NOT_SCORABLE: str(exc)}
     return output.model_dump(mode="json")
 
 
@@ -209,11 +218,14 @@ def chunk_key(keys: list[str]) -> str:
 
 
 async def run_code_step(step: Step, contexts: list[StepContext]) -> list[dict[str, Any]]:
-    """Run a code step on each context; an item's exception becomes its error, the chunk goes on."""
+    """Run a code step on each context; an item's exception becomes its error (or, for NotScorable, its
+    ``NOT_SCORABLE`` reason), the chunk goes on."""
     out: list[dict[str, Any]] = []
     for ctx in contexts:
         try:
             out.append({"result": (await step.arun(ctx)).result})
+        except NotScorable as exc:
+            out.append({NOT_SCORABLE: str(exc)})
         except Exception as exc:  # noqa: BLE001 - recorded as the item's error
             out.append({"error": f"{step.label}: {type(exc).__name__}: {exc}"})
     return out

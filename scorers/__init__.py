@@ -8,16 +8,18 @@
 from __future__ import annotations
 
 from scorers._cache_key import canonical_json
-from scorers._context import ScorerInput, StepContext
+from scorers._context import ScorerInput, StepContext, check_context, check_expected_tool, check_tool_order
 from scorers._errors import (
     ConfigError,
     EvalduckError,
+    NotScorable,
     ScorerInputError,
     StepResultError,
     describe_validation,
     error_rule,
 )
 from scorers._judge import JUDGE_MODEL_ENV, JudgeSettings
+from scorers._load import load_scorer, locate_scorer
 from scorers._messages import check_text_field
 from scorers._pipeline import PipelineState, RunStep, walk_steps
 from scorers._result import JudgeUsage, ScorerResult, StepOutput
@@ -39,15 +41,43 @@ from scorers.prebuilt import (
     PREBUILT,
     PrebuiltScorer,
     create_answer_relevancy_scorer,
+    create_completeness_scorer,
+    create_content_similarity_scorer,
+    create_keyword_coverage_scorer,
     create_textual_difference_scorer,
     create_tone_scorer,
+    create_faithfulness_scorer,
+    create_hallucination_scorer,
+    create_answer_similarity_scorer,
+    create_context_precision_scorer,
+    create_context_relevance_scorer,
+    create_bias_scorer,
+    create_toxicity_scorer,
+    create_prompt_alignment_scorer,
+    create_tool_call_accuracy_scorer_llm,
+    create_tool_call_accuracy_scorer_code,
 )
 
 __all__ = (
     "create_scorer",
+    "load_scorer",
+    "locate_scorer",
     "create_answer_relevancy_scorer",
     "create_tone_scorer",
     "create_textual_difference_scorer",
+    "create_faithfulness_scorer",
+    "create_hallucination_scorer",
+    "create_answer_similarity_scorer",
+    "create_context_precision_scorer",
+    "create_context_relevance_scorer",
+    "create_bias_scorer",
+    "create_toxicity_scorer",
+    "create_prompt_alignment_scorer",
+    "create_tool_call_accuracy_scorer_llm",
+    "create_completeness_scorer",
+    "create_content_similarity_scorer",
+    "create_keyword_coverage_scorer",
+    "create_tool_call_accuracy_scorer_code",
     "Scorer",
     "Step",
     "JudgePrompt",
@@ -66,6 +96,7 @@ __all__ = (
     "EvalduckError",
     "ConfigError",
     "ScorerInputError",
+    "NotScorable",
     "StepResultError",
     "JudgeError",
     "JudgeTransientError",
@@ -77,6 +108,9 @@ __all__ = (
     "canonical_json",
     "error_rule",
     "check_text_field",
+    "check_context",
+    "check_expected_tool",
+    "check_tool_order",
     "run_sync",
     "PREBUILT",
     "PrebuiltScorer",

@@ -22,6 +22,13 @@ class ScorerInputError(EvalduckError, ValueError):
     """A run the scorer cannot score: missing output, non-string message content, ..."""
 
 
+class NotScorable(ScorerInputError):
+    """This run lacks what the scorer needs (no context, no ground truth, no tool expectations, no system
+    prompt): raised by the scorer's first step, before any judge request, with a message naming the missing
+    field and where to give it. Never retried; an orchestrator stores the cell as skipped with the message as
+    its reason (SCORERS.md 0.3), like Mastra's ``notScorable``."""
+
+
 class StepResultError(EvalduckError, TypeError):
     """A step returned something that is not JSON-serialisable (or not a number for generate_score)."""
 

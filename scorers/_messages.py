@@ -6,6 +6,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scorers._tools import check_tool_calls
+
 __all__ = ("check_text_field", "input_text", "output_text", "plain_text", "split_sentences")
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -14,8 +16,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 def check_text_field(value: Any, field: str) -> None:
     """Raise ValueError unless ``value`` is None, a string, a chat message, or a list of chat messages.
 
-    A chat message is a mapping with a string ``role`` and a string ``content``. The one rule for these
-    fields: scorer runs (``ScorerInput``) and dataset rows (``flows/datasets.py``) both check with it.
+    A chat message is a mapping with a string ``role`` and a string ``content``; an assistant message with
+    ``tool_calls`` (SCORERS.md 0.2) may have ``content`` None or absent. The one rule for these fields:
+    scorer runs (``ScorerInput``) and dataset rows (``flows/datasets``) both check with it.
     """
     if value is None or isinstance(value, str):
         return
@@ -32,8 +35,11 @@ def check_text_field(value: Any, field: str) -> None:
         if not isinstance(message.get("role"), str):
             raise ValueError(f"{where}.role must be a string, got {message.get('role')!r:.80}")
         content = message.get("content")
-        if not isinstance(content, str):
+        if content is None and message.get("role") == "assistant" and "tool_calls" in message:
+            pass  # a message that only calls tools
+        elif not isinstance(content, str):
             raise ValueError(f"{where}.content must be a string, got {type(content).__name__}: {content!r:.80}")
+        check_tool_calls(message, field if single else f"{field}[{i}]")
 
 
 def _messages(value: Any) -> list[Mapping[str, Any]]:
@@ -55,7 +61,9 @@ def output_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    return "\n".join(str(m["content"]) for m in _messages(value) if m.get("role") == "assistant")
+    return "\n".join(
+        str(m["content"]) for m in _messages(value) if m.get("role") == "assistant" and m.get("content") is not None
+    )
 
 
 def plain_text(value: Any) -> str:
@@ -64,7 +72,7 @@ def plain_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    return "\n".join(str(m["content"]) for m in _messages(value))
+    return "\n".join(str(m["content"]) for m in _messages(value) if m.get("content") is not None)
 
 
 def split_sentences(text: str) -> list[str]:

@@ -27,12 +27,15 @@ _ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
 class Scorer:
     """A pipeline of steps in the order preprocess, analyze, generate_score, generate_reason.
 
-    ``run``/``arun`` take keyword arguments (input=, output=, ground_truth=, request_context=, run_id=) or
-    one Mastra-shaped dict ({"input", "output", "groundTruth", "requestContext", "runId"}).
+    ``run``/``arun`` take keyword arguments (input=, output=, ground_truth=, request_context=, run_id=,
+    context=, expected_tool=, expected_tool_order=) or one Mastra-shaped dict ({"input", "output",
+    "groundTruth", "requestContext", "runId", "context", "expectedTool", "expectedToolOrder"}).
+    ``higher_is_better`` is the score's direction (False: a share of bad items, e.g. hallucination).
     """
 
     id: str
     version: str
+    higher_is_better: bool = True
     description: str = ""
     steps: tuple[Step, ...]
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -120,6 +123,7 @@ def create_scorer(
     analyze: StepSpec | None = None,
     generate_reason: StepSpec | None = None,
     version: str = "1",
+    higher_is_better: bool = True,
     description: str = "",
     instructions: str = "",
     judge: JudgeSettings | Mapping[str, Any] | str | None = None,
@@ -133,6 +137,7 @@ def create_scorer(
         generate_score: ``fn(ctx) -> number`` (sync or async); ``ctx.results`` holds earlier results.
         preprocess, analyze, generate_reason: a function or a ``JudgePrompt``.
         version: part of every cache key: bump it when step logic changes.
+        higher_is_better: the score's direction; False when a rise is a regression (a share of bad items).
         instructions: the judge's system message.
         judge: settings for judge steps (model string or partial settings; the model defaults to
             $EVALDUCK_JUDGE_MODEL). Needed only when a step is a JudgePrompt.
@@ -147,6 +152,8 @@ def create_scorer(
         0.5
     """
     options = _checked(id, version, options, step_params)
+    if not isinstance(higher_is_better, bool):
+        raise ConfigError(f"`higher_is_better` must be True or False, got {higher_is_better!r}")
     specs = {"preprocess": preprocess, "analyze": analyze, "generate_score": generate_score, "generate_reason": generate_reason}
     needs_judge = any(isinstance(s, JudgePrompt) for s in specs.values())
     settings = JudgeSettings.resolve(judge) if needs_judge else None
@@ -161,7 +168,8 @@ def create_scorer(
         )
         for name in STEP_ORDER if (spec := specs[name]) is not None
     )
-    return Scorer(id=id, version=version, description=description, steps=steps, options=options, judge=settings)
+    return Scorer(id=id, version=version, higher_is_better=higher_is_better, description=description, steps=steps,
+                  options=options, judge=settings)
 
 
 def _checked(

@@ -164,7 +164,8 @@ class Step:
     def cache_key(self, ctx: StepContext) -> str:
         """sha256 hex over canonical JSON of: key format version, scorer id and version, step name, the
         step's own parameters, judge model + generation settings + instructions + output schema (judge
-        steps), the run's input/output/ground_truth/request_context, earlier steps' results and, for
+        steps), the run's input/output/ground_truth/request_context (and context, expected_tool and
+        expected_tool_order when given), earlier steps' results and, for
         generate_reason, the score. Never the run id, timeout, retries, api_base or keys.
 
         It is ``hash_components(self.key_components(ctx))``, serialised whole for every key: text put together

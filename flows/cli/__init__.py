@@ -72,5 +72,6 @@ def main() -> None:
 
 # Command modules register themselves on import (one line each; keep this block last).
 from flows.cli import results  # noqa: E402,F401
+from flows.cli import report  # noqa: E402,F401
 from flows.cli import run  # noqa: E402,F401
 from flows.cli import serve  # noqa: E402,F401

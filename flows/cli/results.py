@@ -19,7 +19,9 @@ from rich.table import Table
 from flows.cli import app, db_path, fail
 from flows.cli.errors import label, value_error
 from flows.display import literal
-from flows.gate import gate, rule_text
+from flows.gate import direction_note, gate, rule_text
+from flows.html_report import sparkline, trend_by_scorer
+from flows.html_report.reader import store_records
 from flows.store import RunRecord, Store, StoreError
 
 __all__ = ("runs", "show", "compare", "sql")
@@ -101,10 +103,12 @@ def show(
     run: Annotated[str, typer.Argument(help="Run id, run name (its newest run), latest or previous")],
     worst: Annotated[int, typer.Option("--worst", min=0, help="Lowest-scored items to list per scorer")] = 5,
 ) -> None:
-    """Summarise one run: per-scorer means and errors, then its worst items."""
+    """Summarise one run: per-scorer means, errors and skipped cells (with why), then its worst items."""
     with _store(ctx) as store:
         summary = store.run_summary(run)
         worst_items = store.worst_items(summary.run.run_id, worst) if worst else []
+        skipped = store.skipped_reasons(summary.run.run_id)
+        n_runs, trend = trend_by_scorer(store_records(store), summary.run.run_id)
     r = summary.run
     _consoles.out.print(literal((r.run_id, "bold"), "  name=", r.name or "–", f"  status={r.status}  "
                                 f"started={_when(r.started_at)}  finished={_when(r.finished_at)}"))
@@ -117,19 +121,50 @@ def show(
         table.add_column(column, justify="left" if column in ("scorer", "version", "judge") else "right")
     for s in summary.scorers:
         table.add_row(
-            literal(s["scorer_id"]), literal(s["scorer_version"] or "–"), literal(s["judge_model"] or "–"),
+            literal(s["scorer_id"], direction_note(s)), literal(s["scorer_version"] or "–"), literal(s["judge_model"] or "–"),
             str(s["n_scored"]), str(s["n_errors"]), str(s["n_skipped"]), _num(s["mean_score"]),
             _num(s["stddev_score"]), _num(s["min_score"]), _num(s["max_score"]), _num(s["cost"], 4),
         )
     _consoles.out.print(table)
+    if skipped:
+        reasons = Table(title="Skipped cells (not scored: out of the means)")
+        for column in ("scorer", "cells", "reason"):
+            reasons.add_column(column, overflow="fold", justify="right" if column == "cells" else "left")
+        for k in skipped:
+            reasons.add_row(literal(k["scorer_id"]), str(k["cells"]), literal((k["reason"] or "")[:300], multiline=True))
+        _consoles.out.print(reasons)
+    if n_runs > 1:
+        _consoles.out.print(_trend_table(r.name, n_runs, trend))
     if worst_items:
         items = Table(title=f"Worst items (up to {worst} per scorer; errors first)")
-        for column in ("scorer", "item", "status", "score", "reason / error"):
+        fields = [_item_fields(w) for w in worst_items]
+        for column in ("scorer", "item", "status", "score", "reason / error") + (("item fields",) if any(fields) else ()):
             items.add_column(column, overflow="fold")
-        for w in worst_items:
+        for w, shown in zip(worst_items, fields):
             items.add_row(literal(w["scorer_id"]), literal(w["item_id"]), w["status"], _num(w["score"]),
-                          literal((w["detail"] or "")[:200], multiline=True))
+                          literal((w["detail"] or "")[:200], multiline=True), *((literal(shown),) if any(fields) else ()))
         _consoles.out.print(items)
+
+
+def _item_fields(cell: dict[str, Any]) -> str:
+    """The RAG and agent fields of a worst item, briefly: what it was scored against."""
+    parts = []
+    if cell.get("n_passages") is not None:
+        parts.append(f"{cell['n_passages']} passage(s)")
+    if cell.get("expected_tool_order"):
+        parts.append("expects " + " → ".join(cell["expected_tool_order"]))
+    elif cell.get("expected_tool"):
+        parts.append(f"expects {cell['expected_tool']}")
+    return "; ".join(parts)
+
+
+def _trend_table(name: str | None, n_runs: int, trend: dict[str, list[float | None]]) -> Table:
+    table = Table(title=literal(f"Trend: mean over the last {n_runs} runs of ", name or "–", " (oldest first)"))
+    for column in ("scorer", "trend", "first", "this run"):
+        table.add_column(column, justify="left" if column in ("scorer", "trend") else "right")
+    for scorer, means in trend.items():
+        table.add_row(literal(scorer), sparkline(means), _num(means[0]), _num(means[-1]))
+    return table
 
 
 _UNFINISHED = {
@@ -164,7 +199,8 @@ def compare(
         float | None,
         typer.Option(
             "--fail-below", min=0.0,
-            help="Exit 1 when some scorer's 95% upper bound on the paired delta (B - A) is below -DELTA",
+            help="Exit 1 when some scorer's 95% upper bound on the paired delta (B - A) is below -DELTA (for a "
+            "lower-is-better scorer: its 95% lower bound is above +DELTA)",
             metavar="DELTA",
         ),
     ] = None,
@@ -207,8 +243,8 @@ def compare(
     if verdict.ungated:
         _consoles.out.print(literal("Not gated (fewer than 2 items scored in both runs): ", ", ".join(verdict.ungated)))
     if not verdict.regressed:
-        _consoles.out.print(f"OK: no scorer's 95% upper bound on the paired delta is below -{fail_below:g}",
-                            highlight=False)
+        _consoles.out.print(f"OK: no scorer's 95% upper bound on the paired delta is below -{fail_below:g} "
+                            f"(nor a lower-is-better scorer's 95% lower bound above +{fail_below:g})", highlight=False)
         return
     _consoles.err.print(literal("REGRESSION: ", ", ".join(verdict.regressed), f": {rule_text(fail_below or 0.0)}"))
     raise typer.Exit(REGRESSION)
@@ -222,7 +258,8 @@ def _comparison_table(rows: list[dict[str, Any]], a: str, b: str, failing: list[
     for row in rows:
         ci = f"[{_num(row['ci_low'], signed=True)}, {_num(row['ci_high'], signed=True)}]"
         table.add_row(
-            literal(row["scorer_id"], style="red" if row["scorer_id"] in failing else ""), _num(row["mean_a"]),
+            literal(row["scorer_id"], direction_note(row), style="red" if row["scorer_id"] in failing else ""),
+            _num(row["mean_a"]),
             _num(row["mean_b"]),
             _num(row["mean_delta"], signed=True), ci, str(row["n_paired"]),
             f"{row['n_improved']}/{row['n_regressed']}/{row['n_unchanged']}", f"{row['n_errors_a']}/{row['n_errors_b']}",

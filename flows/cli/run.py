@@ -28,7 +28,8 @@ from flows.cli.run_stops import (
     stop_locked,
 )
 from flows.display import literal, shell_word
-from scorers import PREBUILT
+from flows.gate import direction_note
+from flows.config import DEFAULT_SCORERS, SCORER_ID_HELP
 
 if TYPE_CHECKING:
     from flows.config import EvalConfig
@@ -48,7 +49,7 @@ def _summary_table(result: Any) -> Table:
     for scorer, s in result.summary["scorers"].items():
         mean = "–" if s["mean"] is None else f"{s['mean']:.3f}"
         cost = "–" if s["judge_cost_usd"] is None else f"{s['judge_cost_usd']:.4f}"
-        row: list[Any] = [literal(scorer), mean, str(s["scored"]), str(s["errored"]), str(s["skipped"]),
+        row: list[Any] = [literal(scorer, direction_note(s)), mean, str(s["scored"]), str(s["errored"]), str(s["skipped"]),
                           str(s["judge_tokens"]), cost]
         if previous:
             c = previous.get(scorer)
@@ -109,7 +110,8 @@ def run(
     dataset: Annotated[Path, typer.Argument(help="Dataset file: .jsonl, .json, .csv or .parquet.")],
     scorer: Annotated[
         Optional[list[str]],
-        typer.Option("--scorer", "-s", help=f"Scorer id (repeatable): {', '.join(PREBUILT)}. Default: all of them."),
+        typer.Option("--scorer", "-s", help=f"Scorer (repeatable). {SCORER_ID_HELP} Default: the three seeds "
+                     f"({', '.join(DEFAULT_SCORERS)})."),
     ] = None,
     target: Annotated[
         Optional[str],
@@ -171,6 +173,11 @@ def run(
         int, typer.Option(min=1, max=64, help="Worker processes of the LocalCluster --runner dask starts "
                           "without --dask-address.")
     ] = 2,
+    report: Annotated[
+        bool,
+        typer.Option("--report/--no-report", help="Write the run's HTML report to reports/<name>-<run id>.html "
+                     "beside the results file (default), or not."),
+    ] = True,
     ephemeral: Annotated[
         bool,
         typer.Option("--ephemeral", help="Use a temporary Prefect server for this run, as in CI (also "
@@ -202,7 +209,7 @@ def run(
         "cache_dir": str(cache_dir) if cache_dir else None, "refresh": no_cache, "resume": resume, "retries": retries,
         "retry_backoff_s": retry_backoff_s, "fail_fast": fail_fast, "judge_process": judge_process,
         "chunk_size": chunk_size, "progress_every": progress_every, "runner": runner,
-        "dask_address": dask_address, "workers": workers,
+        "dask_address": dask_address, "workers": workers, "report": report,
     })
     check_usage(ctx, err, config)
     if config.judge_process and calls_models(config):
@@ -267,4 +274,6 @@ def _print_result(out: Console, err: Console, result: Any, api_url: str | None, 
     # pasted as typed (a control character in it).
     ref = shell_word(result.name or result.run_id) or shell_word(result.run_id) or result.run_id
     out.print(literal("results in ", result.db, "; try `evalduck show ", ref, "`", style="dim"), soft_wrap=True)
+    if result.report:
+        out.print(literal("report: ", result.report, style="dim"), soft_wrap=True)
     sys.stdout.flush()

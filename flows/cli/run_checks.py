@@ -1,5 +1,6 @@
 """What a CLI run checks before Prefect starts, in a second: what EvalConfig cannot see (a scorer given twice,
-the dataset and its rows, the target, the run to resume), and whether it will call a model."""
+an import path that names no scorer, the dataset and its rows, the target, the run to resume), and whether it
+will call a model."""
 
 from __future__ import annotations
 
@@ -26,10 +27,19 @@ def check_usage(ctx: typer.Context, err: Console, config: EvalConfig) -> None:
     from flows.datasets import DatasetError, DatasetPathError, load_dataset
     from flows.targets import TargetError, resolve_target
 
+    from scorers import locate_scorer
+
+    from flows.config import is_import_path
+
     ids = [s.id for s in config.scorers]
     twice = next((i for n, i in enumerate(ids) if i in ids[:n]), None)
     if twice is not None:
         fail(value_error(label(ctx, "scorer"), twice, "given twice (a run scores each item once per scorer)"), ctx)
+    for path in filter(is_import_path, ids):
+        try:
+            locate_scorer(path)
+        except ValueError as exc:
+            fail(value_error(label(ctx, "scorer"), path, str(exc).removeprefix(f"scorer {path!r}: ")), ctx)
     try:
         dataset = load_dataset(config.dataset)
     except DatasetPathError as exc:

@@ -100,7 +100,8 @@ def _json_rows(path: Path) -> list[tuple[str, Any]]:
 
 def _csv_rows(path: Path) -> Iterator[tuple[str, Any]]:
     """CSV rows, each located by the file line it starts on (a quoted cell may span lines): empty cells are
-    absent; requestContext/metadata cells hold JSON objects."""
+    absent; requestContext/metadata cells hold JSON objects, context/expectedToolOrder cells JSON arrays (a
+    context cell of plain text is one passage)."""
     with path.open(encoding=_ENCODING, newline="") as fh:
         reader = csv.reader(fh)
         header: list[str] | None = None
@@ -124,17 +125,23 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, Any]]:
             raise _not_utf8(path) from None
 
 
+_JSON_OBJECT_CELLS = frozenset({"requestContext", "request_context", "metadata"})
+# A cell of these that starts with `[` is a JSON array (context: passages; a plain text cell is one passage).
+_JSON_LIST_CELLS = frozenset({"context", "expectedToolOrder", "expected_tool_order"})
+
+
 def _csv_row(where: str, header: Sequence[str], cells: Sequence[str], path: Path) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for key, value in zip(header, cells):
         if value == "":
             continue
-        if key in ("requestContext", "request_context", "metadata"):
+        is_list = key in _JSON_LIST_CELLS and value.lstrip().startswith("[")
+        if key in _JSON_OBJECT_CELLS or is_list:
             try:
                 value = json.loads(value)
             except json.JSONDecodeError:
-                raise DatasetError([f"{where}: `{key}` must be a JSON object, got {value!r:.60}"],
-                                   path=str(path)) from None
+                what = "a JSON array of strings" if is_list else "a JSON object"
+                raise DatasetError([f"{where}: `{key}` must be {what}, got {value!r:.60}"], path=str(path)) from None
         row[key] = value
     return row
 

@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
-from scorers import canonical_json, check_text_field, describe_validation
+from scorers import (
+    canonical_json,
+    check_context,
+    check_expected_tool,
+    check_text_field,
+    check_tool_order,
+    describe_validation,
+)
 
 from flows.datasets.errors import DatasetError
 from flows.store.ids import item_ids
@@ -28,6 +35,19 @@ class _Row(BaseModel):
     ground_truth: Any = Field(default=None, alias="groundTruth")
     request_context: dict[str, Any] | None = Field(default=None, alias="requestContext")
     metadata: dict[str, Any] | None = None
+    context: list[str] | None = Field(default=None, description="Retrieved passages (a string is one passage).")
+    expected_tool: str | None = Field(default=None, alias="expectedTool")
+    expected_tool_order: list[str] | None = Field(default=None, alias="expectedToolOrder")
+
+    @field_validator("context", "expected_tool", "expected_tool_order", mode="before")
+    @classmethod
+    def _run_fields(cls, value: Any, info: ValidationInfo) -> Any:
+        """The scorers' rules for these fields (scorers.ScorerInput checks runs with the same), named as the
+        dataset spells them."""
+        field_name = info.field_name or ""
+        check = {"context": check_context, "expected_tool": check_expected_tool,
+                 "expected_tool_order": check_tool_order}[field_name]
+        return check(value, cls.model_fields[field_name].alias or field_name)
 
     @field_validator("input", "output", "ground_truth")
     @classmethod
@@ -55,6 +75,9 @@ class DatasetItem:
     request_context: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     where: str = ""
+    context: list[str] | None = None
+    expected_tool: str | None = None
+    expected_tool_order: list[str] | None = None
 
     def store_record(self) -> dict[str, Any]:
         """The row as ``Store.write_items`` takes it."""
@@ -65,13 +88,18 @@ class DatasetItem:
             "ground_truth": self.ground_truth,
             "request_context": self.request_context,
             "metadata": self.metadata,
+            "context": self.context,
+            "expected_tool": self.expected_tool,
+            "expected_tool_order": self.expected_tool_order,
         }
 
     def to_row(self) -> dict[str, Any]:
         """The row in dataset form (camelCase), e.g. to stage it to a JSONL file."""
         row: dict[str, Any] = {"id": self.item_id, "input": self.input}
         for key, value in (("output", self.output), ("groundTruth", self.ground_truth),
-                           ("requestContext", self.request_context), ("metadata", self.metadata)):
+                           ("requestContext", self.request_context), ("metadata", self.metadata),
+                           ("context", self.context), ("expectedTool", self.expected_tool),
+                           ("expectedToolOrder", self.expected_tool_order)):
             if value is not None:
                 row[key] = value
         return row
@@ -121,6 +149,9 @@ def validate_rows(located: Sequence[tuple[str, Any]], source: str, *, path: str 
             request_context=r.request_context,
             metadata=r.metadata,
             where=where,
+            context=r.context,
+            expected_tool=r.expected_tool,
+            expected_tool_order=r.expected_tool_order,
         )
         for iid, (where, r) in zip(ids, rows)
     ]

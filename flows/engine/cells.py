@@ -1,11 +1,12 @@
-"""A cell's row (one item, one scorer) from its pipeline's state: scored, or the error that stopped it."""
+"""A cell's row (one item, one scorer) from its pipeline's state: scored, skipped (the scorer said the item
+lacks what it needs: ``NotScorable``), or the error that stopped it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from scorers import PipelineState, Scorer, StepOutput
+from scorers import NotScorable, PipelineState, Scorer, StepOutput
 
 from flows.store import ScoreRow
 
@@ -24,9 +25,13 @@ def error_text(label: str, exc: BaseException) -> str:
 
 def cell_row(run_id: str, state: PipelineState, item_id: str, spent: Iterable[Mapping[str, Any]] = ()) -> ScoreRow:
     """The cell as stored. A failed generate_reason keeps the score it explains (status ``scored``, the
-    reason's failure in ``error``); any earlier failure is the cell's error."""
+    reason's failure in ``error``); ``NotScorable`` is a ``skipped`` cell with its message as ``reason`` (out of
+    the means, never retried, done for a resume); any other failure is the cell's error."""
     scorer = state.scorer
     usage = usage_fields(state.outputs, list(spent))
+    if isinstance(state.error, NotScorable):
+        return ScoreRow(run_id=run_id, item_id=item_id, scorer_id=scorer.id, scorer_version=scorer.version,
+                        status="skipped", reason=str(state.error), **usage)
     failure = error_text(state.failed or scorer.id, state.error) if state.error is not None else None
     if not state.scored:
         return error_row(run_id, scorer, item_id, failure or f"{scorer.id}: no score", **usage)

@@ -89,5 +89,6 @@ class ItemState:
         if self.run is None:
             item = self.item
             self.run = ScorerInput(input=item.input, output=self.output, ground_truth=item.ground_truth,
-                                   request_context=item.request_context)
+                                   request_context=item.request_context, context=item.context,
+                                   expected_tool=item.expected_tool, expected_tool_order=item.expected_tool_order)
         return self.run

@@ -13,14 +13,14 @@ from typing import Any
 
 from prefect import Task
 from prefect.states import aget_state_exception
-from scorers import JudgeConfigError, RunStep, Step, StepContext, StepOutput
+from scorers import JudgeConfigError, NotScorable, RunStep, Step, StepContext, StepOutput
 
 from flows.datasets import DatasetItem
 from flows.engine.batches import StepBatcher
 from flows.engine.cells import error_text
 from flows.engine.dispatch import LocalDispatch
 from flows.engine.plan import MisconfiguredRun, RunPlan
-from flows.tasks import RateLimiter, chunk_key, code_chunk_task, judge_step_task, target_task
+from flows.tasks import NOT_SCORABLE, RateLimiter, chunk_key, code_chunk_task, judge_step_task, target_task
 
 __all__ = ("StepFailed", "StepRunner", "span")
 
@@ -91,7 +91,10 @@ class StepRunner:
                 exc = await aget_state_exception(state)
                 self._stop_if_misconfigured(step.label, exc)
                 return [StepFailed(error_text(step.label, exc))]
-            out = StepOutput.model_validate(await state.aresult())
+            result = await state.aresult()
+            if NOT_SCORABLE in result:
+                return [NotScorable(result[NOT_SCORABLE])]
+            out = StepOutput.model_validate(result)
             if state.name != "Cached":
                 spent.extend(u.model_dump() for u in out.usage)
             return [out]
@@ -129,4 +132,5 @@ class StepRunner:
         except Exception as exc:  # noqa: BLE001 - the chunk's items get the error
             failed = StepFailed(f"{step.label}: {type(exc).__name__}: {exc}")
             return [failed] * len(contexts)
-        return [StepFailed(out["error"]) if "error" in out else StepOutput(result=out["result"]) for out in outs]
+        return [StepFailed(out["error"]) if "error" in out else NotScorable(out[NOT_SCORABLE]) if NOT_SCORABLE in out
+                else StepOutput(result=out["result"]) for out in outs]

@@ -25,6 +25,11 @@ CREATE OR REPLACE MACRO t975(v) AS
         ELSE t975_large_df(v)
     END;
 
+-- A scorer's direction in a run: run_scorers, filled at run start; a scorer it does not list (a cell written
+-- by hand) is higher-is-better.
+CREATE OR REPLACE MACRO scorer_higher_is_better(run, scorer) AS
+    coalesce((SELECT bool_and(higher_is_better) FROM run_scorers WHERE run_id = run AND scorer_id = scorer), true);
+
 -- One row per run and scorer. Means are over scored cells only (score is NULL otherwise).
 CREATE OR REPLACE VIEW run_scorer_summary AS
 SELECT
@@ -32,6 +37,7 @@ SELECT
     r.name,
     r.started_at,
     s.scorer_id,
+    coalesce(bool_and(d.higher_is_better), true) AS higher_is_better,
     string_agg(DISTINCT s.scorer_version, ',' ORDER BY s.scorer_version) AS scorer_version,
     string_agg(DISTINCT s.judge_model, ',' ORDER BY s.judge_model) AS judge_model,
     count(*) AS n_cells,
@@ -48,6 +54,7 @@ SELECT
     avg(s.latency_s) AS mean_latency_s
 FROM scores AS s
 LEFT JOIN runs AS r ON r.run_id = s.run_id
+LEFT JOIN run_scorers AS d ON d.run_id = s.run_id AND d.scorer_id = s.scorer_id
 GROUP BY s.run_id, r.name, r.started_at, s.scorer_id;
 
 -- One row per run with its counts, newest first.
@@ -85,25 +92,37 @@ GROUP BY scorer_id;
 -- a scorer skipped or failed throughout one of the runs has nothing to compare and gets no row.
 -- mean_delta is the mean of per-item deltas (B - A) over items scored in both runs;
 -- ci_low/ci_high is its 95% t interval (mean ± t(0.975, n-1) · sd / sqrt(n)), NULL below 2 pairs.
--- improved/regressed/unchanged count paired items whose delta is > 1e-9, < -1e-9, or within.
+-- higher_is_better is run B's direction for the scorer (run_scorers; else run A's; else true). A lower-is-better
+-- scorer (hallucination, bias, toxicity) improves when it falls: improved/regressed count paired items whose
+-- delta is in the better/worse direction by more than 1e-9, unchanged those within.
 CREATE OR REPLACE MACRO compare_runs(run_a, run_b) AS TABLE
 WITH
     cells_a AS (SELECT item_id, scorer_id, status, score FROM scores WHERE run_id = run_a),
     cells_b AS (SELECT item_id, scorer_id, status, score FROM scores WHERE run_id = run_b),
     side_a AS (FROM run_scorer_side(run_a)),
     side_b AS (FROM run_scorer_side(run_b)),
+    dir_a AS (SELECT scorer_id, bool_and(higher_is_better) AS hib FROM run_scorers WHERE run_id = run_a GROUP BY scorer_id),
+    dir_b AS (SELECT scorer_id, bool_and(higher_is_better) AS hib FROM run_scorers WHERE run_id = run_b GROUP BY scorer_id),
+    direction AS (
+        SELECT sa.scorer_id, coalesce(db.hib, da.hib, true) AS higher_is_better,
+               da.hib IS NOT NULL AND db.hib IS NOT NULL AND da.hib <> db.hib AS direction_differs
+        FROM side_a AS sa
+        LEFT JOIN dir_a AS da ON da.scorer_id = sa.scorer_id
+        LEFT JOIN dir_b AS db ON db.scorer_id = sa.scorer_id),
     paired AS (
-        SELECT a.scorer_id, b.score - a.score AS delta
+        SELECT a.scorer_id, b.score - a.score AS delta,
+               CASE WHEN d.higher_is_better THEN b.score - a.score ELSE a.score - b.score END AS gain
         FROM cells_a AS a
         JOIN cells_b AS b ON a.scorer_id = b.scorer_id AND a.item_id = b.item_id
+        JOIN direction AS d ON d.scorer_id = a.scorer_id
         WHERE a.status = 'scored' AND b.status = 'scored'),
     paired_stats AS (
         SELECT scorer_id,
                count(*) AS n_paired,
                avg(delta) AS mean_delta,
                stddev_samp(delta) AS sd_delta,
-               count(*) FILTER (WHERE delta > 1e-9) AS n_improved,
-               count(*) FILTER (WHERE delta < -1e-9) AS n_regressed,
+               count(*) FILTER (WHERE gain > 1e-9) AS n_improved,
+               count(*) FILTER (WHERE gain < -1e-9) AS n_regressed,
                count(*) FILTER (WHERE abs(delta) <= 1e-9) AS n_unchanged
         FROM paired GROUP BY scorer_id),
     run_meta AS (
@@ -113,6 +132,7 @@ WITH
                (SELECT status FROM runs WHERE run_id = run_b) AS status_b)
 SELECT
     sa.scorer_id,
+    d.higher_is_better,
     sa.mean_score AS mean_a,
     sb.mean_score AS mean_b,
     ps.mean_delta,
@@ -133,6 +153,8 @@ SELECT
              THEN 'scorer version differs (' || coalesce(sa.scorer_version, 'none') || ' vs ' || coalesce(sb.scorer_version, 'none') || ')' END,
         CASE WHEN sa.judge_model IS DISTINCT FROM sb.judge_model
              THEN 'judge model differs (' || coalesce(sa.judge_model, 'none') || ' vs ' || coalesce(sb.judge_model, 'none') || ')' END,
+        CASE WHEN d.direction_differs THEN 'direction differs (run B''s is used: '
+             || CASE WHEN d.higher_is_better THEN 'higher' ELSE 'lower' END || ' is better)' END,
         CASE WHEN coalesce(ps.n_paired, 0) = 0 THEN 'no item scored in both runs'
              WHEN ps.n_paired = 1 THEN 'one paired item: no interval' END,
         CASE WHEN m.status_a IS DISTINCT FROM 'completed' THEN 'run A is ' || coalesce(m.status_a, 'unknown') END,
@@ -140,18 +162,22 @@ SELECT
     ), '') AS warning
 FROM side_a AS sa
 JOIN side_b AS sb ON sb.scorer_id = sa.scorer_id
+JOIN direction AS d ON d.scorer_id = sa.scorer_id
 LEFT JOIN paired_stats AS ps ON ps.scorer_id = sa.scorer_id
 CROSS JOIN run_meta AS m
 WHERE sa.n_scored > 0 AND sb.n_scored > 0
 ORDER BY sa.scorer_id;
 
--- Per-item deltas (B - A) for one scorer, worst first; items missing or unscored on a side come last.
+-- Per-item deltas (B - A) for one scorer, worst first (the largest drop, or for a lower-is-better scorer the
+-- largest rise); items missing or unscored on a side come last. `gain` is the delta signed so that positive
+-- is better (-delta for a lower-is-better scorer), the order's key.
 CREATE OR REPLACE MACRO item_deltas(run_a, run_b, scorer) AS TABLE
 SELECT
     coalesce(a.item_id, b.item_id) AS item_id,
     a.score AS score_a,
     b.score AS score_b,
     b.score - a.score AS delta,
+    CASE WHEN scorer_higher_is_better(run_b, scorer) THEN b.score - a.score ELSE a.score - b.score END AS gain,
     a.status AS status_a,
     b.status AS status_b,
     a.reason AS reason_a,
@@ -162,4 +188,4 @@ FROM (SELECT * FROM scores WHERE run_id = run_a AND scorer_id = scorer) AS a
 FULL OUTER JOIN (SELECT * FROM scores WHERE run_id = run_b AND scorer_id = scorer) AS b ON a.item_id = b.item_id
 LEFT JOIN items AS ia ON ia.run_id = run_a AND ia.item_id = coalesce(a.item_id, b.item_id)
 LEFT JOIN items AS ib ON ib.run_id = run_b AND ib.item_id = coalesce(a.item_id, b.item_id)
-ORDER BY delta ASC NULLS LAST, item_id;
+ORDER BY gain ASC NULLS LAST, item_id;

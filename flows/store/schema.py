@@ -81,7 +81,23 @@ ALTER TABLE runs ADD COLUMN writer_host VARCHAR;
 ALTER TABLE runs ADD COLUMN writer_token VARCHAR;
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
+# v4: the run fields of the scorer catalogue (SCORERS.md 0.1) per item: retrieved `context` passages, the
+# expected tool and tool order; and `run_scorers`, each run's scorers with their direction (filled at run
+# start), which compare_runs, the gate and the report read. Runs stored before v4 only had higher-is-better
+# scorers (the seeds, and custom scorers, which had no direction), so they are filled in from their cells.
+_V4 = """
+ALTER TABLE items ADD COLUMN context JSON;
+ALTER TABLE items ADD COLUMN expected_tool VARCHAR;
+ALTER TABLE items ADD COLUMN expected_tool_order JSON;
+CREATE TABLE run_scorers (
+    run_id VARCHAR NOT NULL,
+    scorer_id VARCHAR NOT NULL,
+    higher_is_better BOOLEAN NOT NULL
+);
+INSERT INTO run_scorers SELECT DISTINCT run_id, scorer_id, true FROM scores ORDER BY run_id, scorer_id;
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

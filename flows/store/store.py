@@ -116,11 +116,13 @@ class Store:
         *,
         started_at: datetime | None = None,
         items: Sequence[Mapping[str, Any]] = (),
+        directions: Mapping[str, bool] | None = None,
     ) -> None:
         """Record a new run as `running`; for an existing run (resume) mark it running again.
 
         This process is recorded as the run's writer (see liveness.py). `items` (as for `write_items`)
-        land in the same transaction: one file open instead of two. Credentials in URLs in `config` are
+        land in the same transaction: one file open instead of two. `directions` (scorer id -> higher is
+        better) fill `run_scorers`, replacing what a resumed run had. Credentials in URLs in `config` are
         masked (flows/redact.py).
         """
         item_rows = item_tuples(run_id, items)
@@ -147,6 +149,11 @@ class Store:
                     ],
                 )
             upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
+            if directions is not None:
+                con.execute("DELETE FROM run_scorers WHERE run_id = ?", [run_id])
+                if directions:
+                    con.execute("INSERT INTO run_scorers SELECT ?, unnest(?::VARCHAR[]), unnest(?::BOOLEAN[])",
+                                [run_id, list(directions), list(directions.values())])
 
         self._write(body)
 
@@ -292,19 +299,38 @@ class Store:
         return RunSummary(run=RunRecord.model_validate(_decode_config(run)), scorers=scorers)
 
     def worst_items(self, run_id: str, limit: int = 5) -> list[dict[str, Any]]:
-        """Per scorer, its errors, then the `limit` lowest-scored items of a run (skipped cells are no finding)."""
+        """Per scorer, its errors, then the `limit` worst-scored items of a run (the lowest, or the highest for a
+        lower-is-better scorer; skipped cells are no finding), with the item's RAG and agent fields
+        (`n_passages` of its context, `expected_tool`, `expected_tool_order`)."""
         with self._connect(read_only=True) as con:
             rid = self._resolve(con, run_id)
             return _records(con.execute(
                 """
-                SELECT scorer_id, item_id, status, score, coalesce(error, reason) AS detail
-                FROM scores WHERE run_id = ? AND status <> 'skipped'
+                WITH cells AS (
+                    SELECT s.scorer_id, s.item_id, s.status, s.score, coalesce(s.error, s.reason) AS detail,
+                           CASE WHEN d.higher_is_better IS FALSE THEN -s.score ELSE s.score END AS goodness,
+                           json_array_length(i.context) AS n_passages, i.expected_tool,
+                           CAST(i.expected_tool_order AS VARCHAR[]) AS expected_tool_order
+                    FROM scores AS s
+                    LEFT JOIN run_scorers AS d ON d.run_id = s.run_id AND d.scorer_id = s.scorer_id
+                    LEFT JOIN items AS i ON i.run_id = s.run_id AND i.item_id = s.item_id
+                    WHERE s.run_id = ? AND s.status <> 'skipped')
+                SELECT scorer_id, item_id, status, score, detail, n_passages, expected_tool, expected_tool_order
+                FROM cells
                 QUALIFY row_number() OVER (
-                    PARTITION BY scorer_id ORDER BY (status = 'error') DESC, score ASC NULLS LAST, item_id) <= ?
-                ORDER BY scorer_id, (status = 'error') DESC, score ASC NULLS LAST, item_id
+                    PARTITION BY scorer_id ORDER BY (status = 'error') DESC, goodness ASC NULLS LAST, item_id) <= ?
+                ORDER BY scorer_id, (status = 'error') DESC, goodness ASC NULLS LAST, item_id
                 """,
                 [rid, limit],
             ))
+
+    def skipped_reasons(self, run_id: str) -> list[dict[str, Any]]:
+        """Why a run's cells were skipped: one row per scorer and reason, with its count of cells."""
+        with self._connect(read_only=True) as con:
+            rid = self._resolve(con, run_id)
+            return _records(con.execute(
+                "SELECT scorer_id, reason, count(*) AS cells FROM scores WHERE run_id = ? AND status = 'skipped' "
+                "GROUP BY scorer_id, reason ORDER BY scorer_id, cells DESC, reason", [rid]))
 
     def compare(self, run_a: str, run_b: str) -> list[dict[str, Any]]:
         """Rows of `compare_runs(run_a, run_b)` (references resolved), one per scorer."""
@@ -313,10 +339,10 @@ class Store:
             return _records(con.execute("SELECT * FROM compare_runs(?, ?)", [a, b]))
 
     def item_deltas(self, run_a: str, run_b: str, scorer_id: str, limit: int | None = None) -> list[dict[str, Any]]:
-        """Rows of `item_deltas(run_a, run_b, scorer_id)`, worst first."""
+        """Rows of `item_deltas(run_a, run_b, scorer_id)`, worst first (by `gain`, the direction-signed delta)."""
         with self._connect(read_only=True) as con:
             a, b = self._resolve(con, run_a), self._resolve(con, run_b)
-            query = "SELECT * FROM item_deltas(?, ?, ?) ORDER BY delta ASC NULLS LAST, item_id"
+            query = "SELECT * FROM item_deltas(?, ?, ?) ORDER BY gain ASC NULLS LAST, item_id"
             params: list[Any] = [a, b, scorer_id]
             if limit is not None:
                 query += " LIMIT ?"

@@ -17,8 +17,13 @@ from flows.store.models import JSON_SCORE_COLUMNS, SCORE_COLUMNS, ScoreRow
 
 __all__ = ("ITEM_COLUMNS", "item_tuples", "score_tuples", "upsert", "to_json", "utcnow")
 
-ITEM_COLUMNS = ("run_id", "item_id", "input", "output", "ground_truth", "request_context", "metadata", "created_at")
-_ITEM_ALIASES = {"ground_truth": ("ground_truth", "groundTruth"), "request_context": ("request_context", "requestContext")}
+ITEM_COLUMNS = ("run_id", "item_id", "input", "output", "ground_truth", "request_context", "metadata", "context",
+                "expected_tool", "expected_tool_order", "created_at")
+_ITEM_FIELDS = ITEM_COLUMNS[2:-1]  # what an item gives
+_ITEM_TEXT_COLUMNS = frozenset({"expected_tool"})  # VARCHAR; the other fields are JSON
+_ITEM_ALIASES = {"ground_truth": ("ground_truth", "groundTruth"), "request_context": ("request_context", "requestContext"),
+                 "expected_tool": ("expected_tool", "expectedTool"),
+                 "expected_tool_order": ("expected_tool_order", "expectedToolOrder")}
 
 
 _encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
@@ -38,8 +43,8 @@ def item_tuples(run_id: str, items: Sequence[Mapping[str, Any]]) -> list[tuple[A
     for item in items:
         iid = item.get("item_id")
         iid = compute_item_id(item) if iid is None else str(iid)
-        values = [_first(item, _ITEM_ALIASES.get(col, (col,))) for col in ITEM_COLUMNS[2:7]]
-        rows[iid] = (run_id, iid, *(to_json(v) for v in values), now)
+        values = ((col, _first(item, _ITEM_ALIASES.get(col, (col,)))) for col in _ITEM_FIELDS)
+        rows[iid] = (run_id, iid, *(v if col in _ITEM_TEXT_COLUMNS else to_json(v) for col, v in values), now)
     return list(rows.values())
 
 

@@ -1,23 +1,25 @@
-"""The three seed scorers: answer relevancy (LLM judge), tone consistency and textual difference (code).
-
-``PREBUILT`` is the one list of them, by id: the flows' scorer ids (the ``ScorerSpec`` Literal, the
-registry, the CLI's ``--scorer`` help) are all read from it.
-"""
+"""The prebuilt scorers (SPEC 3, SCORERS.md), one module each; ``PREBUILT`` lists them by id (``_catalog``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
-from typing import TYPE_CHECKING
-
-from scorers.prebuilt import answer_relevancy, textual_difference, tone
+from scorers.prebuilt._catalog import PREBUILT
+from scorers.prebuilt._declare import PrebuiltScorer
+from scorers.prebuilt.answer_similarity import create_answer_similarity_scorer
+from scorers.prebuilt.bias import create_bias_scorer
+from scorers.prebuilt.context_precision import create_context_precision_scorer
+from scorers.prebuilt.context_relevance import create_context_relevance_scorer
+from scorers.prebuilt.faithfulness import create_faithfulness_scorer
+from scorers.prebuilt.hallucination import create_hallucination_scorer
+from scorers.prebuilt.prompt_alignment import create_prompt_alignment_scorer
 from scorers.prebuilt.answer_relevancy import create_answer_relevancy_scorer
+from scorers.prebuilt.completeness import create_completeness_scorer
+from scorers.prebuilt.content_similarity import create_content_similarity_scorer
+from scorers.prebuilt.keyword_coverage import create_keyword_coverage_scorer
 from scorers.prebuilt.textual_difference import create_textual_difference_scorer
 from scorers.prebuilt.tone import create_tone_scorer
-
-if TYPE_CHECKING:
-    from scorers._scorer import Scorer
+from scorers.prebuilt.tool_call_accuracy_llm import create_tool_call_accuracy_scorer_llm
+from scorers.prebuilt.toxicity import create_toxicity_scorer
+from scorers.prebuilt.tool_call_accuracy_code import create_tool_call_accuracy_scorer_code
 
 __all__ = (
     "PREBUILT",
@@ -25,27 +27,17 @@ __all__ = (
     "create_answer_relevancy_scorer",
     "create_textual_difference_scorer",
     "create_tone_scorer",
+    "create_faithfulness_scorer",
+    "create_hallucination_scorer",
+    "create_answer_similarity_scorer",
+    "create_context_precision_scorer",
+    "create_context_relevance_scorer",
+    "create_bias_scorer",
+    "create_toxicity_scorer",
+    "create_prompt_alignment_scorer",
+    "create_tool_call_accuracy_scorer_llm",
+    "create_completeness_scorer",
+    "create_content_similarity_scorer",
+    "create_keyword_coverage_scorer",
+    "create_tool_call_accuracy_scorer_code",
 )
-
-
-@dataclass(frozen=True)
-class PrebuiltScorer:
-    """A prebuilt scorer: its id and version, its factory (``factory(options)``), and whether it calls a judge."""
-
-    id: str
-    version: str
-    factory: Callable[..., Scorer]
-    needs_judge: bool
-
-
-PREBUILT: Mapping[str, PrebuiltScorer] = MappingProxyType({
-    p.id: p
-    for p in (
-        PrebuiltScorer(answer_relevancy.SCORER_ID, answer_relevancy.VERSION, create_answer_relevancy_scorer,
-                       needs_judge=True),
-        PrebuiltScorer(tone.SCORER_ID, tone.VERSION, create_tone_scorer, needs_judge=False),
-        PrebuiltScorer(textual_difference.SCORER_ID, textual_difference.VERSION, create_textual_difference_scorer,
-                       needs_judge=False),
-    )
-})
-

@@ -12,13 +12,17 @@ from pydantic.alias_generators import to_camel
 from scorers._errors import ConfigError, describe_validation
 from scorers._judge import JudgeSettings
 
-__all__ = ("OptionsModel", "ScaleOptions", "JudgeOptions", "parse_options")
+__all__ = ("OptionsModel", "NoOptions", "ScaleOptions", "JudgeOptions", "parse_options")
 
 OptionsT = TypeVar("OptionsT", bound="OptionsModel")
 
 
 class OptionsModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, alias_generator=to_camel)
+
+
+class NoOptions(OptionsModel):
+    """A scorer without options: any name is unknown."""
 
 
 class ScaleOptions(OptionsModel):

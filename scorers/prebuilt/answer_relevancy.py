@@ -17,6 +17,7 @@ from scorers._context import StepContext
 from scorers._rounding import round_half_up
 from scorers._scorer import Scorer, create_scorer
 from scorers._step import JudgePrompt
+from scorers.prebuilt._declare import prebuilt
 from scorers.prebuilt._options import JudgeOptions, ScaleOptions, parse_options
 from scorers.prebuilt._text import answer, question
 
@@ -162,6 +163,7 @@ def _no_statements_reason(ctx: StepContext) -> Any:
     return f"The score is {ctx.score} because the output is empty, so nothing in it addresses the question."
 
 
+@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input", "output"))
 def create_answer_relevancy_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How relevant the output is to the question, by an LLM judge.
 

@@ -10,6 +10,7 @@ from rapidfuzz.distance import Indel, Levenshtein
 
 from scorers._scorer import Scorer
 from scorers.prebuilt._code import analyze_then_score
+from scorers.prebuilt._declare import prebuilt
 from scorers.prebuilt._options import ScaleOptions, parse_options
 from scorers.prebuilt._text import answer, reference_or_input
 
@@ -40,6 +41,7 @@ def difference_score(analysis: Mapping[str, float | int], scale: float) -> float
     return float(analysis["ratio"]) * float(analysis["confidence"]) * scale
 
 
+@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output", "ground truth (else input)"))
 def create_textual_difference_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How close the output's text is to the ground truth (else the input); identical texts score ``scale``.
 

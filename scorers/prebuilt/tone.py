@@ -17,6 +17,7 @@ from scorers._context import ScorerInput
 from scorers._messages import input_text, plain_text, split_sentences
 from scorers._scorer import Scorer
 from scorers.prebuilt._code import analyze_then_score
+from scorers.prebuilt._declare import prebuilt
 from scorers.prebuilt._options import ScaleOptions, parse_options
 from scorers.prebuilt._text import answer
 
@@ -71,6 +72,7 @@ def tone_score(analysis: Mapping[str, float], scale: float) -> float:
     return min(1.0, max(0.0, raw)) * scale
 
 
+@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output", "reference_tone (else ground truth, else input)"))
 def create_tone_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """Tone consistency of the output with a reference, or tone stability within the output.
 

@@ -2,7 +2,7 @@
 
 litellm reaches it through its ordinary OpenAI provider path (model ``openai/<name>``,
 ``api_base=server.base_url``, any ``api_key``). Answers come from a queue of scripted replies, else from
-a responder (by default one that answers the answer-relevancy steps by reading the prompt), so flow
+a responder (by default one that answers every prebuilt judge step by reading the prompt), so flow
 tests and benchmarks over hundreds of items need no scripting. Runs on a threading HTTP server so that
 many concurrent requests with latency overlap.
 
@@ -33,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from scorers._messages import split_sentences
+from scorers.testing import fake_answers
 
 __all__ = (
     "CANARY_KEY",
@@ -172,26 +173,35 @@ def _statements_in(prompt: str) -> list[str]:
     return [str(s) for s in value] if isinstance(value, list) else []
 
 
+def _schema_name(req: Request) -> str | None:
+    fmt = req.get("response_format") or {}
+    return (fmt.get("json_schema") or {}).get("name")
+
+
 def request_step(req: Request) -> str:
     """Which judge step a request is: ``preprocess``/``analyze`` by schema, ``generate_reason`` otherwise."""
     fmt = req.get("response_format") or {}
     schema = (fmt.get("json_schema") or {}).get("schema") or {}
     props = schema.get("properties") or {}
-    if "statements" in props:
+    if "statements" in props or _schema_name(req) in fake_answers.PREPROCESS_SCHEMAS:
         return "preprocess"
-    if "results" in props:
+    if "results" in props or _schema_name(req) in fake_answers.ANSWERS:
         return "analyze"
     return "generate_reason"
 
 
 def default_responder(req: Request, verdict_for: VerdictFn | None = None) -> Any:
-    """Answer answer-relevancy steps sensibly by reading the (first) user prompt.
+    """Answer every prebuilt judge step sensibly by reading the (first) user prompt.
 
-    preprocess: the sentences of the ``<output>`` block; analyze: one verdict per statement of the
-    ``<statements>`` block (``verdict_for(statement)``, default "yes"); anything else: a sentence quoting
-    the ``<score>`` block.
+    The SCORERS.md steps are answered by ``fake_answers`` (by the request's schema name; their reasons
+    by the prompt's ``<metric>``). Answer relevancy: preprocess gives the sentences of the ``<output>``
+    block; analyze one verdict per statement of the ``<statements>`` block (``verdict_for(statement)``,
+    default "yes"); anything else a sentence quoting the ``<score>`` block.
     """
     prompt = _first_user_prompt(req)
+    answer = fake_answers.ANSWERS.get(_schema_name(req) or "")
+    if answer is not None:
+        return answer(prompt)
     step = request_step(req)
     if step == "preprocess":
         return {"statements": split_sentences(_tagged(prompt, "output") or "")}
@@ -202,6 +212,9 @@ def default_responder(req: Request, verdict_for: VerdictFn | None = None) -> Any
             v = verdict(statement)
             results.append({"result": v, "reason": f"Verdict {v}: judged against the question."})
         return {"results": results}
+    reason = fake_answers.reason(prompt)
+    if reason is not None:
+        return reason
     score = (_tagged(prompt, "score") or "").strip() or "unknown"
     return f"The score is {score} because of how directly the statements address the question."
 

@@ -176,6 +176,48 @@ def test_the_cli_gate_and_the_regression_check_agree_on_one_paired_item(tmp_path
     assert verdict.regressed == [] and verdict.ungated == ["tone-scorer"]
 
 
+def test_a_lower_is_better_scorer_fails_the_gate_when_it_rises(tmp_path: Path) -> None:
+    """Hallucination up by ~0.3 on every item: the regression, said with its direction; its fall passes."""
+    db = tmp_path / "evals.duckdb"
+    store = Store(db)
+    base = [0.1 + 0.01 * (i % 5) for i in range(10)]
+    for run_id, minutes, scores in (("low", 0, base), ("high", 1, [s + 0.3 + 0.01 * (i % 2) for i, s in enumerate(base)])):
+        store.start_run(run_id, "rag", "rag.jsonl", "h1", {}, started_at=T0 + timedelta(minutes=minutes),
+                        directions={"hallucination-scorer": False})
+        store.write_batch(run_id, items=[{"item_id": f"q{i}", "input": f"q {i}"} for i in range(10)],
+                          scores=[{"item_id": f"q{i}", "scorer_id": "hallucination-scorer", "scorer_version": "1",
+                                   "score": s} for i, s in enumerate(scores)])
+        store.finish_run(run_id, "completed")
+    code, out, err = _cli(db, "compare", "low", "high", "--fail-below", "0.1")
+    assert code == 1, out + err
+    assert "REGRESSION: hallucination-scorer" in err and "lower bound is above +0.100" in err
+    assert "hallucination-scorer (lower is better)" in out and "0/10/0" in out  # every item counted as regressed
+    code, out, err = _cli(db, "compare", "high", "low", "--fail-below", "0.1")
+    assert code == 0 and "OK:" in out, out + err
+    assert "hallucination-scorer (lower is better)" in _cli(db, "show", "high")[1]
+
+
+def test_show_lists_why_cells_were_skipped_and_the_items_rag_and_agent_fields(tmp_path: Path) -> None:
+    db = tmp_path / "evals.duckdb"
+    store = Store(db)
+    store.start_run("r", "rag", "rag.jsonl", "h1", {}, items=[
+        {"item_id": "q0", "input": "q", "context": ["p1", "p2"]},
+        {"item_id": "q1", "input": "q", "expected_tool_order": ["search_flights", "book_flight"]},
+        {"item_id": "q2", "input": "q"}])
+    store.write_scores("r", [
+        {"item_id": "q0", "scorer_id": "faithfulness-scorer", "scorer_version": "1", "score": 0.25},
+        {"item_id": "q1", "scorer_id": "code-tool-call-accuracy-scorer", "scorer_version": "1", "score": 0.0},
+        {"item_id": "q2", "scorer_id": "faithfulness-scorer", "scorer_version": "1", "status": "skipped",
+         "reason": "faithfulness-scorer needs a context"},
+        {"item_id": "q2", "scorer_id": "code-tool-call-accuracy-scorer", "scorer_version": "1", "status": "skipped",
+         "reason": "needs a tool expectation"}])
+    store.finish_run("r", "completed")
+    code, out, _ = _cli(db, "show", "r")
+    assert code == 0
+    assert "Skipped cells" in out and "faithfulness-scorer needs a context" in out and "needs a tool expectation" in out
+    assert "2 passage(s)" in out and "expects search_flights → book_flight" in out
+
+
 @pytest.mark.parametrize("command", [["runs"], ["show", "latest"], ["compare", "a", "b"], ["sql", "SELECT 1"]])
 def test_reading_a_missing_results_file_is_a_usage_error_and_creates_nothing(tmp_path: Path, command: list[str]) -> None:
     missing = tmp_path / "typo.duckdb"

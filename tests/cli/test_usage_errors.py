@@ -68,6 +68,8 @@ SIMPLE = [
      ("--scorer must be one of", *SCORERS, "got 'no-such-scorer'")),
     ("short-scorer-option", (*RUN, "-s", "tone"), ("--scorer must be one of", "got 'tone'")),
     ("scorer-twice", (*RUN, "-s", "tone-scorer", "-s", "tone-scorer"), ("--scorer 'tone-scorer': given twice",)),
+    ("scorer-import-path", (*RUN, "-s", "no_such_module:make"),
+     ("--scorer 'no_such_module:make': cannot import module 'no_such_module'",)),
     ("judge-rpm-zero", (*RUN, "--judge-rpm", "0"), ("--judge-rpm must be greater than 0, got 0",)),
     ("judge-rpm-word", (*RUN, "--judge-rpm", "fast"), ("--judge-rpm must be a number, got 'fast'",)),
     # run: typer's own checks, said the same way

@@ -138,5 +138,9 @@ def test_custom_run_shows_the_form_with_the_deployment_parameters(browser_page: 
     expect(page.get_by_role("textbox", name="Run Name")).to_be_visible(timeout=30_000)
     # The parameter form loads lazily, with the deployment's parameters.
     expect(page.get_by_role("textbox", name="Dataset", exact=True)).to_have_value(config["dataset"], timeout=30_000)
-    expect(page.get_by_role("button", name="Select Id")).to_contain_text([s["id"] for s in config["scorers"]])
+    # A scorer's id is a text field (a prebuilt id or an import path), one per scorer, filled in with the ids.
+    ids = page.get_by_role("textbox", name=re.compile(r"^Id"))
+    expect(ids).to_have_count(len(config["scorers"]), timeout=30_000)
+    for i, spec in enumerate(config["scorers"]):
+        expect(ids.nth(i)).to_have_value(spec["id"])
     expect(page.get_by_role("button", name="Submit", exact=True)).to_be_visible()

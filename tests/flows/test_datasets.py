@@ -28,7 +28,8 @@ def test_jsonl_errors_name_every_bad_line(tmp_path: Path) -> None:
         load_dataset(path)
     assert err.value.problems == [
         f"{path} line 3 (item 'b-1'): missing `input`",
-        f"{path} line 4: unknown field `foo` (fields: id, input, output, groundTruth, requestContext, metadata)",
+        f"{path} line 4: unknown field `foo` (fields: id, input, output, groundTruth, requestContext, metadata, "
+        "context, expectedTool, expectedToolOrder)",
         f"{path} line 5: `input` must be a string or a list of chat messages, got int: 3",
     ]
 
@@ -160,3 +161,50 @@ def test_a_jsonl_syntax_error_has_its_own_column(tmp_path: Path) -> None:
     with pytest.raises(DatasetError) as err:
         load_dataset(path)
     assert str(err.value) == f"{path} line 2: not valid JSON (Expecting ',' delimiter at column 29)"
+
+
+def test_rag_and_agent_fields_are_validated_with_file_and_line(tmp_path: Path) -> None:
+    """context, expectedTool, expectedToolOrder (snake_case too) and tool calls in outputs, by the scorers' rules."""
+    calls = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": {"name": "search"}}]}
+    good = [
+        {"input": "q", "output": "a", "context": "one passage"},
+        {"input": "q", "output": "a", "context": []},
+        {"input": "q", "output": [calls, {"role": "tool", "content": "r", "tool_call_id": "c1"}],
+         "expected_tool": "search", "expected_tool_order": ["search"]},
+    ]
+    bad = [
+        {"input": "q", "context": ["ok", 3]},
+        {"input": "q", "context": {"p": 1}},
+        {"input": "q", "expectedTool": ""},
+        {"input": "q", "expectedToolOrder": []},
+        {"input": "q", "expectedToolOrder": ["search", " "]},
+        {"input": "q", "output": [{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": ""}}]}]},
+        {"input": "q", "output": [{"role": "user", "content": "x", "tool_calls": []}]},
+    ]
+    path = _write(tmp_path / "d.jsonl", "".join(json.dumps(r) + "\n" for r in good + bad))
+    with pytest.raises(DatasetError) as err:
+        load_dataset(path)
+    assert err.value.problems == [
+        f"{path} line 4: `context[1]` must be a string (one passage), got int: 3",
+        f"{path} line 5: `context` must be a string or a list of strings (passages), got dict: {{'p': 1}}",
+        f"{path} line 6: `expectedTool` must be a non-empty string (a tool name), got ''",
+        f"{path} line 7: `expectedToolOrder` must be a non-empty list of tool names, got []",
+        f"{path} line 8: `expectedToolOrder[1]` must be a non-empty string (a tool name), got ' '",
+        f"{path} line 9: `output[0].tool_calls[0].function.name` must be a non-empty string, got ''",
+        f"{path} line 10: `output[0].tool_calls` is only allowed on an assistant message, got role 'user'",
+    ]
+    _write(path, "".join(json.dumps(r) + "\n" for r in good))
+    one, empty, agent = load_dataset(path).items
+    assert (one.context, empty.context) == (["one passage"], [])
+    assert (agent.expected_tool, agent.expected_tool_order, agent.output[0]["tool_calls"][0]["id"]) == (
+        "search", ["search"], "c1")
+    assert agent.store_record()["expected_tool_order"] == ["search"] and agent.to_row()["expectedTool"] == "search"
+    # CSV: a context cell is one passage, or a JSON array of them; a tool order is a JSON array.
+    csv_path = _write(tmp_path / "d.csv", 'input,context,expectedToolOrder\nq,plain text,"[""a"", ""b""]"\n'
+                      'q2,"[""p1"", ""p2""]",\nq3,"[oops",\n')
+    with pytest.raises(DatasetError) as err:
+        load_dataset(csv_path)
+    assert err.value.problems == [f"{csv_path} line 4: `context` must be a JSON array of strings, got '[oops'"]
+    _write(csv_path, 'input,context,expectedToolOrder\nq,plain text,"[""a"", ""b""]"\nq2,"[""p1"", ""p2""]",\n')
+    first, second = load_dataset(csv_path).items
+    assert (first.context, first.expected_tool_order, second.context) == (["plain text"], ["a", "b"], ["p1", "p2"])

@@ -31,3 +31,16 @@ def test_without_an_interval_a_scorer_is_not_gated_whatever_its_mean_delta() -> 
 
 def test_unchanged_scores_do_not_regress() -> None:
     assert gate([row("tone-scorer", 0.0, 0.0)], 0.0).regressed == []
+
+
+def test_a_lower_is_better_scorer_regresses_when_its_lower_bound_rises_above_max_drop() -> None:
+    def lower(ci_low: float, ci_high: float) -> dict[str, object]:
+        return {"scorer_id": "bias-scorer", "higher_is_better": False, "mean_delta": (ci_low + ci_high) / 2,
+                "ci_low": ci_low, "ci_high": ci_high}
+
+    assert gate([lower(0.05, 0.2)], 0.0).regressed == ["bias-scorer"]  # a credible rise
+    assert gate([lower(0.05, 0.2)], 0.1).regressed == []  # within the tolerated rise
+    assert gate([lower(-0.3, -0.1)], 0.0).regressed == []  # a fall is an improvement
+    assert gate([lower(-0.05, 0.2)], 0.0).regressed == []  # the interval holds "no change"
+    verdict = gate([{**lower(0.1, 0.2), "ci_low": None}], 0.0)
+    assert verdict.ungated == ["bias-scorer"]

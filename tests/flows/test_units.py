@@ -54,10 +54,14 @@ def test_artifact_keys_and_comparison_markdown() -> None:
              "ci_high": -0.05, "n_paired": 20, "n_improved": 2, "n_regressed": 15, "warning": None}]
     text = comparison_markdown(rows, "run-a", "run-b", "nightly")
     assert "| tone-scorer | 0.800 | 0.700 | -0.100 | [-0.150, -0.050] | 20 | 2 | 15 |  |" in text
-    assert summary_rows([{"scorer_id": "t", "mean_score": 0.12345, "n_scored": 3, "n_errors": 1, "n_skipped": 0,
-                          "prompt_tokens": 10, "completion_tokens": 5, "cost": None}]) == [
-        {"scorer": "t", "mean": 0.123, "scored": 3, "errored": 1, "skipped": 0, "judge_tokens": 15,
-         "judge_cost_usd": None}]
+    assert summary_rows([{"scorer_id": "t", "mean_score": 0.12345, "n_scored": 3, "n_errors": 1, "n_skipped": 2,
+                          "prompt_tokens": 10, "completion_tokens": 5, "cost": None, "higher_is_better": True}]) == [
+        {"scorer": "t", "higher_is_better": True, "mean": 0.123, "scored": 3, "errored": 1, "skipped": 2,
+         "judge_tokens": 15, "judge_cost_usd": None}]
+    # A lower-is-better scorer says so in the comparison, where its rise is the regression.
+    lower = [{**rows[0], "scorer_id": "bias-scorer", "higher_is_better": False}]
+    assert "| bias-scorer \\(lower is better\\) | 0.800 |" in comparison_markdown(lower, "a", "b", None)
+    assert "a rise is the regression" in comparison_markdown(lower, "a", "b", None)
 
 
 def test_comparison_markdown_shows_user_strings_as_text() -> None:
@@ -96,16 +100,19 @@ def test_scorer_ids_come_from_one_table() -> None:
     from flows.config import DEFAULT_SCORERS, SCORER_IDS, ScorerSpec
 
     ids = tuple(PREBUILT)
-    assert SCORER_IDS == DEFAULT_SCORERS == ids == ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
-    assert ScorerSpec.model_json_schema()["properties"]["id"]["enum"] == list(ids)
-    with pytest.raises(ValueError, match="input should be 'answer-relevancy-scorer', 'tone-scorer' or 'textual"):
+    assert SCORER_IDS == ids and DEFAULT_SCORERS == ids[:3] == ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
+    # The UI form's scorer id is a text field (an import path is a scorer too) whose help lists the ids.
+    id_field = ScorerSpec.model_json_schema()["properties"]["id"]
+    assert id_field["type"] == "string" and all(i in id_field["description"] for i in ids)
+    with pytest.raises(ValueError, match="must be one of 'answer-relevancy-scorer', 'tone-scorer', 'textual.*, or an "
+                                         "import path 'module:attribute'"):
         build_scorers(["tone"])
     built, skipped = build_scorers(list(ids))
     assert sorted([s.id for s in built] + [s.scorer_id for s in skipped]) == sorted(ids)
     assert all(s.version == PREBUILT[s.scorer_id].version for s in skipped)
     run = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
     (scorer_help,) = [p.help for p in run.params if p.name == "scorer"]
-    assert f"Scorer id (repeatable): {', '.join(ids)}." in scorer_help
+    assert f"A prebuilt scorer id ({', '.join(ids)}) or an import path" in scorer_help
     definitions = yaml.safe_load((Path(__file__).parents[2] / "prefect.yaml").read_text())["definitions"]
     assert [s["id"] for s in definitions["scorers"]] and {s["id"] for s in definitions["scorers"]} <= set(ids)
 

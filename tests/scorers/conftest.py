@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from scorers import _retry
+from scorers import Scorer, ScorerInput, _retry
 from scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY, FakeOpenAIServer
 
 
@@ -33,3 +34,39 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
     monkeypatch.setattr(_retry, "_sleep", record)
     return asked
+
+
+@pytest.fixture(scope="session")
+def shared_server() -> Iterator[FakeOpenAIServer]:
+    """One fake judge for the whole session (starting one per test adds up); use ``fake`` to get it reset."""
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def fake(shared_server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
+    """The session's fake judge with no scripted replies and a request count of 0."""
+    shared_server.reset()
+    yield shared_server
+    shared_server.reset()
+
+
+@pytest.fixture
+def fake_judge(fake: FakeOpenAIServer) -> dict[str, Any]:
+    """Judge options that reach ``fake``, with no retries (a test sees the first failure)."""
+    return {"model": "openai/fake-judge", "api_base": fake.base_url, "extra": {"api_key": FAKE_KEY}, "timeout": 10, "retries": 0}
+
+
+StepRunner = Callable[..., Any]
+
+
+@pytest.fixture
+def step_result() -> StepRunner:
+    """``step_result(scorer, step, results, **run)``: one step's result on given earlier results, as the
+    orchestrator runs it (``output`` defaults to "")."""
+
+    def run(scorer: Scorer, step: str, results: dict[str, Any] | None = None, **fields: Any) -> Any:
+        ctx = scorer.context_for(step, ScorerInput.from_call((), {"output": "", **fields}), results or {})
+        return asyncio.run(scorer.step(step).arun(ctx)).result
+
+    return run

@@ -12,10 +12,24 @@ import pytest
 MODULES = [
     "scorers",
     "scorers._scorer",
+    "scorers._load",
     "scorers.judge",
     "scorers.prebuilt.answer_relevancy",
     "scorers.prebuilt.tone",
     "scorers.prebuilt.textual_difference",
+    "scorers.prebuilt.completeness",
+    "scorers.prebuilt.content_similarity",
+    "scorers.prebuilt.keyword_coverage",
+    "scorers.prebuilt.tool_call_accuracy_code",
+    "scorers.prebuilt.faithfulness",
+    "scorers.prebuilt.hallucination",
+    "scorers.prebuilt.answer_similarity",
+    "scorers.prebuilt.context_precision",
+    "scorers.prebuilt.context_relevance",
+    "scorers.prebuilt.bias",
+    "scorers.prebuilt.toxicity",
+    "scorers.prebuilt.prompt_alignment",
+    "scorers.prebuilt.tool_call_accuracy_llm",
 ]
 
 

@@ -126,6 +126,9 @@ def test_command_line() -> None:
                     raise
                 time.sleep(0.05)
         assert status == 200 and json.loads(content(reply)) == {"statements": ["A."]}
+        claims = chat("<output>\nA. B.\n</output>", ["claims"])
+        claims["response_format"]["json_schema"]["name"] = "Claims"  # a SCORERS.md step, by its schema name
+        assert json.loads(content(post(f"http://127.0.0.1:{port}/v1", claims)[1])) == {"claims": ["A.", "B."]}
     finally:
         proc.terminate()
         proc.wait(timeout=10)

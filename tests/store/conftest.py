@@ -40,9 +40,12 @@ def fill_run(
     scorer_version: str = "1",
     judge_model: str | None = None,
     status: str = "completed",
+    directions: dict[str, bool] | None = None,
 ) -> None:
-    """A finished run. scores: scorer_id -> item_id -> a score, "error", "skipped" (None: no row)."""
-    store.start_run(run_id, name, "data.jsonl", dataset_hash, {"k": 1}, started_at=T0 + timedelta(minutes=minutes))
+    """A finished run. scores: scorer_id -> item_id -> a score, "error", "skipped" (None: no row); directions:
+    scorer_id -> higher is better (run_scorers)."""
+    store.start_run(run_id, name, "data.jsonl", dataset_hash, {"k": 1}, started_at=T0 + timedelta(minutes=minutes),
+                    directions=directions)
     item_ids = sorted({item for per_item in scores.values() for item in per_item})
     store.write_items(run_id, [{"item_id": i, "input": f"question {i}", "output": f"answer {i}"} for i in item_ids])
     rows = list(_rows(run_id, scores, scorer_version, judge_model))

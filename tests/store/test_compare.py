@@ -159,3 +159,29 @@ def test_plain_duckdb_connection_can_use_the_stored_sql(db_path: Path, store: St
     assert got == expected
     assert got[0]["n_improved"] == 2 and got[0]["n_unchanged"] == 1
     assert worst == ("i2",) and summary == (2,)
+
+
+def test_a_lower_is_better_scorer_improves_when_it_falls(store: Store, add_run: Any) -> None:
+    lower = {"hallucination-scorer": False, "s": True}
+    add_run(store, "A", {"hallucination-scorer": {"i1": 0.5, "i2": 0.5, "i3": 0.2}, "s": {"i1": 0.5, "i2": 0.5}},
+            minutes=0, directions=lower)
+    add_run(store, "B", {"hallucination-scorer": {"i1": 0.1, "i2": 0.9, "i3": 0.2}, "s": {"i1": 0.1, "i2": 0.9}},
+            minutes=1, directions=lower)
+    rows = {r["scorer_id"]: r for r in store.compare("A", "B")}
+    assert rows["hallucination-scorer"]["higher_is_better"] is False and rows["s"]["higher_is_better"] is True
+    # The same deltas (-0.4, +0.4): for the lower-is-better scorer the fall is the improvement.
+    assert (rows["hallucination-scorer"]["n_improved"], rows["hallucination-scorer"]["n_regressed"]) == (1, 1)
+    assert rows["hallucination-scorer"]["mean_delta"] == pytest.approx(0.0) == rows["s"]["mean_delta"]
+    # Worst first is the largest rise.
+    assert [r["item_id"] for r in store.item_deltas("A", "B", "hallucination-scorer")][:1] == ["i2"]
+    assert [r["item_id"] for r in store.item_deltas("A", "B", "s")][:1] == ["i1"]
+    assert [w["item_id"] for w in store.worst_items("B", 1) if w["scorer_id"] == "hallucination-scorer"] == ["i2"]
+    assert store.sql("SELECT scorer_id, higher_is_better FROM run_scorer_summary WHERE run_id = 'B' ORDER BY 1"
+                     ).rows == [("hallucination-scorer", False), ("s", True)]
+
+
+def test_a_direction_that_changed_between_runs_is_named(store: Store, add_run: Any) -> None:
+    add_run(store, "A", {"s": {"i1": 0.5, "i2": 0.5}}, minutes=0, directions={"s": True})
+    add_run(store, "B", {"s": {"i1": 0.6, "i2": 0.4}}, minutes=1, directions={"s": False})
+    (row,) = store.compare("A", "B")
+    assert row["higher_is_better"] is False and "direction differs (run B's is used: lower is better)" in row["warning"]

@@ -54,7 +54,7 @@ def test_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
     _make_file(db_path, V1_FILE)
     store = Store(db_path)
     assert store.migrated_from == 1
-    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(1,), (2,), (3,)]
+    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(1,), (2,), (3,), (4,)]
     old = store.sql("SELECT item_id, score, analyze_step_result, judge_model, cost FROM scores "
                     "WHERE run_id = 'old-a' ORDER BY item_id").rows
     assert old == [("i1", 0.25, '{"x": 1}', None, None), ("i2", 0.5, None, None, None)]
@@ -75,14 +75,19 @@ VALUES ('old-c', 'nightly', 'd.jsonl', 'running', TIMESTAMPTZ '2025-01-03 00:00:
 """
 
 
-def test_version_2_file_gains_the_writer_columns_and_keeps_its_runs(db_path: Path) -> None:
+def _old_file(db_path: Path, version: int, sql: str) -> Store:
+    """A file made by the migrations up to ``version``, with ``sql`` run in it, then opened by this evalduck."""
     con = duckdb.connect(str(db_path))
-    migrate(con, str(db_path), "0.1.0", target=2)
-    con.execute(V2_RUN)
+    migrate(con, str(db_path), "0.1.0", target=version)
+    con.execute(sql)
     con.close()
-    store = Store(db_path)
+    return Store(db_path)
+
+
+def test_version_2_file_gains_the_writer_columns_and_keeps_its_runs(db_path: Path) -> None:
+    store = _old_file(db_path, 2, V2_RUN)
     assert store.migrated_from == 2
-    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(1,), (2,), (3,)]
+    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(1,), (2,), (3,), (4,)]
     # A run from before v3 has no recorded writer: nobody can tell whether it still runs, so it is left as is.
     assert store.interrupted == []
     assert store.run_record("old-c").status == "running"
@@ -91,6 +96,40 @@ def test_version_2_file_gains_the_writer_columns_and_keeps_its_runs(db_path: Pat
         (os.getpid(), True)
     ]
     assert Store(db_path).interrupted == []  # this process, the writer of "new", is alive
+    # v4's item fields are there, empty for the old items.
+    assert store.sql("SELECT count(*) FROM items WHERE context IS NOT NULL OR expected_tool IS NOT NULL").rows == [(0,)]
+
+
+# A version 3 file with two runs of a seed scorer: v4 adds the item fields and fills run_scorers from the cells
+# (every scorer before v4 was higher-is-better), so old runs compare and gate as before.
+V3_RUNS = """
+INSERT INTO runs (run_id, name, dataset, status, started_at, config) VALUES
+    ('a', 'n', 'd.jsonl', 'completed', TIMESTAMPTZ '2025-01-01 00:00:00+00', '{}'),
+    ('b', 'n', 'd.jsonl', 'completed', TIMESTAMPTZ '2025-01-02 00:00:00+00', '{}');
+INSERT INTO items (run_id, item_id, input) VALUES ('a', 'i1', '"q1"'), ('a', 'i2', '"q2"'), ('b', 'i1', '"q1"'),
+    ('b', 'i2', '"q2"');
+INSERT INTO scores (run_id, item_id, scorer_id, scorer_version, score, status, created_at) VALUES
+    ('a', 'i1', 'tone-scorer', '1', 0.5, 'scored', now()), ('a', 'i2', 'tone-scorer', '1', 0.6, 'scored', now()),
+    ('b', 'i1', 'tone-scorer', '1', 0.7, 'scored', now()), ('b', 'i2', 'tone-scorer', '1', 0.9, 'scored', now());
+"""
+
+
+def test_version_3_file_gains_the_item_fields_and_the_scorer_directions(db_path: Path) -> None:
+    store = _old_file(db_path, 3, V3_RUNS)
+    assert store.migrated_from == 3
+    assert store.sql("SELECT max(version) FROM schema_version").rows == [(4,)]
+    assert store.sql("SELECT run_id, scorer_id, higher_is_better FROM run_scorers ORDER BY run_id").rows == [
+        ("a", "tone-scorer", True), ("b", "tone-scorer", True)]
+    (row,) = store.compare("a", "b")
+    assert row["higher_is_better"] is True and row["n_improved"] == 2 and row["warning"] is None
+    # New items carry the v4 fields; a new run records its scorers' directions.
+    store.start_run("c", "n", "d.jsonl", "h", {}, directions={"tone-scorer": True, "bias-scorer": False},
+                    items=[{"item_id": "i1", "input": "q1", "context": ["p1", "p2"], "expectedTool": "search",
+                            "expected_tool_order": ["search", "answer"]}])
+    assert store.sql("SELECT context, expected_tool, expected_tool_order FROM items WHERE run_id = 'c'").rows == [
+        ('["p1", "p2"]', "search", '["search", "answer"]')]
+    assert store.sql("SELECT scorer_id, higher_is_better FROM run_scorers WHERE run_id = 'c' ORDER BY 1").rows == [
+        ("bias-scorer", False), ("tone-scorer", True)]
 
 
 def test_newer_schema_is_refused_and_left_untouched(db_path: Path) -> None:

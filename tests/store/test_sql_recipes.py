@@ -38,6 +38,11 @@ def _cells(run: str, shift: float, errors: set[int]) -> list[ScoreRow]:
             rows.append(ScoreRow(run_id=run, item_id=item, scorer_id="answer-relevancy-scorer", scorer_version="1",
                                  score=round(min(1.0, (i % 7) / 7 + shift), 2), reason="relevant", latency_s=1.0 + i / 10,
                                  **judge))
+        rows.append(ScoreRow(run_id=run, item_id=item, scorer_id="hallucination-scorer", scorer_version="1",
+                             score=round(min(1.0, (i % 5) / 5 + 0.2 - shift), 2)))  # lower is better: it rises
+        if i % 4 == 0:
+            rows.append(ScoreRow(run_id=run, item_id=item, scorer_id="faithfulness-scorer", scorer_version="1",
+                                 status="skipped", reason="faithfulness-scorer needs `context`: give it per row"))
         ratio = ((i * 37) % 100) / 100
         rows.append(ScoreRow(run_id=run, item_id=item, scorer_id="textual-difference-scorer", scorer_version="1",
                              score=ratio * 0.9, analyze_step_result={"ratio": ratio, "confidence": 0.9, "changes": i},
@@ -52,8 +57,12 @@ def recipe_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs = [("adhoc-0", "adhoc", -5, 0.0, {1}, "running"), ("nightly-1", "nightly", 0, 0.2, {3}, "completed"),
             ("nightly-2", "nightly", 5, 0.0, {3, 4, 5}, "completed")]
     for run_id, name, minutes, shift, errors, status in runs:
-        store.start_run(run_id, name, "support.jsonl", "h1", {}, started_at=T0 + timedelta(minutes=minutes))
-        store.write_batch(run_id, items=[{"item_id": f"item-{i:02d}", "input": f"question {i}"} for i in range(12)],
+        store.start_run(run_id, name, "support.jsonl", "h1", {}, started_at=T0 + timedelta(minutes=minutes),
+                        directions={"answer-relevancy-scorer": True, "textual-difference-scorer": True,
+                                    "hallucination-scorer": False, "faithfulness-scorer": True})
+        store.write_batch(run_id, items=[{"item_id": f"item-{i:02d}", "input": f"question {i}",
+                                          **({"context": [f"passage {i}"]} if i % 4 else {"expectedTool": "search"})}
+                                         for i in range(12)],
                           scores=_cells(run_id, shift, errors))
         if status != "running":
             store.finish_run(run_id, status)
@@ -81,10 +90,14 @@ def test_recipe_runs_and_returns_rows(recipe_db: Path, number: int, title: str, 
             {k: r[k] for k in columns} for r in Store(recipe_db).compare("nightly-1", "nightly-2")
         ]
     elif number == 3:
-        assert all(r["delta"] < 0 for r in rows)
+        assert all(r["delta"] < 0 if r["higher_is_better"] else r["delta"] > 0 for r in rows)
+        assert {r["higher_is_better"] for r in rows} == {True, False}
     elif number == 6:
         (row,) = rows
         assert (row["cells"], row["errors"]) == (36, 5)
+    elif number == 13:
+        assert rows == [{"scorer_id": "faithfulness-scorer", "reason": "faithfulness-scorer needs `context`: give "
+                         "it per row", "cells": 3}]
     elif number == 12:
         assert [r["run_id"] for r in rows] == ["adhoc-0"]
 

@@ -1,0 +1,106 @@
+"""ReportData and its charts into one self-contained HTML page: the template, stylesheet and script are package
+data (templates/), inlined; the page's Content-Security-Policy lets it load nothing at all."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from datetime import datetime
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+
+from flows.html_report.charts import deltas_svg, histograms_svg, trend_svg
+from flows.html_report.data import ReportData
+from flows.html_report.direction import direction_label
+
+__all__ = ("render_html",)
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("flows.html_report", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(when=_when, seconds=_seconds, usd=_usd, num=_num, signed=_signed, interval=_interval,
+                       direction=direction_label)
+    return env
+
+
+@cache
+def _asset(name: str) -> str:
+    return (resources.files("flows.html_report") / "templates" / name).read_text(encoding="utf-8")
+
+
+def _when(value: datetime | None) -> str:
+    return "–" if value is None else value.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "–"
+    minutes, seconds = divmod(value, 60)
+    return f"{int(minutes)} min {seconds:.1f} s" if minutes else f"{seconds:.1f} s"
+
+
+def _usd(value: float | None) -> str:
+    return "–" if value is None else f"${value:.4f}"
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _signed(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.3f}"
+
+
+def _interval(low: float | None, high: float | None, signed: bool = False) -> str:
+    if low is None or high is None:
+        return "–"
+    f = _signed if signed else _num
+    return f"[{f(low)}, {f(high)}]"
+
+
+def _script_json(value: dict[str, Any]) -> str:
+    """JSON safe inside a <script> element: no `<` can close it or open a comment."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).replace("<", "\\u003c")
+
+
+def _packed(text: str) -> str:
+    """The item table's JSON gzipped and in base64 (the page unpacks it with DecompressionStream): 10,000
+    items' 8 MB of JSON become ~0.8 MB (docs/benchmarks.md)."""
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
+
+
+def _moved_verdict(c: Any) -> str:
+    delta = c.row.get("mean_delta")
+    if delta is None or abs(delta) <= 1e-9:
+        return "no change"
+    return "better" if (delta > 0) == c.higher_is_better else "worse"
+
+
+def render_html(data: ReportData) -> str:
+    charts = {
+        "histograms": histograms_svg({s.stats.scorer_id: s.scores for s in data.scorers}),
+        "trend": trend_svg(data.trend),
+        "deltas": deltas_svg([{"scorer": c.row["scorer_id"], "delta": c.row.get("mean_delta"),
+                               "low": c.row.get("ci_low"), "high": c.row.get("ci_high"), "better": _moved_verdict(c)}
+                              for c in data.comparison]),
+    }
+    by_cell = {(t.run_id, t.scorer_id): t for t in data.trend}
+    payload = {
+        "run": data.header.run.run_id,
+        "scorers": data.scorer_ids,
+        "moved": [{"scorer": c.row["scorer_id"], "direction": direction_label(c.higher_is_better),
+                   "items": [m.model_dump(mode="json") for m in c.moved]} for c in data.comparison],
+    }
+    return _environment().get_template("report.html.j2").render(
+        h=data.header, scorers=data.scorers, trend_runs=data.trend_runs,
+        trend_scorers=sorted({t.scorer_id for t in data.trend}),
+        trend_cell=lambda run_id, scorer: by_cell.get((run_id, scorer)),
+        against=data.against, comparison=data.comparison, charts=charts, generated_at=data.generated_at,
+        css=_asset("report.css"), js=_asset("report.js"), data_json=_script_json(payload), items_packed=_packed(data.items_json),
+    )

@@ -1,0 +1,55 @@
+"""``PREBUILT``: every prebuilt scorer by id, in SCORERS.md 0.6's order (the seeds, then its table).
+
+The one list of them: the flows' registry, the config's and the CLI's scorer ids and docs/scorers.md's
+tables are all read from it. A new prebuilt factory (declared with ``@prebuilt``) is added to
+``FACTORIES`` below, in its place in that order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from scorers.prebuilt._declare import PrebuiltScorer
+from scorers.prebuilt.answer_relevancy import create_answer_relevancy_scorer
+from scorers.prebuilt.answer_similarity import create_answer_similarity_scorer
+from scorers.prebuilt.bias import create_bias_scorer
+from scorers.prebuilt.completeness import create_completeness_scorer
+from scorers.prebuilt.content_similarity import create_content_similarity_scorer
+from scorers.prebuilt.context_precision import create_context_precision_scorer
+from scorers.prebuilt.context_relevance import create_context_relevance_scorer
+from scorers.prebuilt.faithfulness import create_faithfulness_scorer
+from scorers.prebuilt.hallucination import create_hallucination_scorer
+from scorers.prebuilt.keyword_coverage import create_keyword_coverage_scorer
+from scorers.prebuilt.prompt_alignment import create_prompt_alignment_scorer
+from scorers.prebuilt.textual_difference import create_textual_difference_scorer
+from scorers.prebuilt.tone import create_tone_scorer
+from scorers.prebuilt.tool_call_accuracy_code import create_tool_call_accuracy_scorer_code
+from scorers.prebuilt.tool_call_accuracy_llm import create_tool_call_accuracy_scorer_llm
+from scorers.prebuilt.toxicity import create_toxicity_scorer
+
+__all__ = ("FACTORIES", "PREBUILT")
+
+FACTORIES = (
+    # the seeds (SPEC 3)
+    create_answer_relevancy_scorer,
+    create_tone_scorer,
+    create_textual_difference_scorer,
+    # judge scorers (SCORERS.md 1)
+    create_faithfulness_scorer,
+    create_hallucination_scorer,
+    create_answer_similarity_scorer,
+    create_context_precision_scorer,
+    create_context_relevance_scorer,
+    create_bias_scorer,
+    create_toxicity_scorer,
+    create_prompt_alignment_scorer,
+    create_tool_call_accuracy_scorer_llm,
+    # code scorers (SCORERS.md 2)
+    create_completeness_scorer,
+    create_content_similarity_scorer,
+    create_keyword_coverage_scorer,
+    create_tool_call_accuracy_scorer_code,
+)
+
+PREBUILT: Mapping[str, PrebuiltScorer] = MappingProxyType({p.id: p for p in map(PrebuiltScorer.of, FACTORIES)})

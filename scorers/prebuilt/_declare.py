@@ -1,0 +1,55 @@
+"""How a prebuilt factory declares itself (SCORERS.md 0.6): id, version, judge or code, direction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from scorers._scorer import Scorer
+
+__all__ = ("PrebuiltScorer", "prebuilt")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class PrebuiltScorer:
+    """A prebuilt scorer: its id, its factory (``factory(options)``), whether it calls a judge, its version
+    and its direction, as ``scorers.PREBUILT`` lists it."""
+
+    id: str
+    factory: Callable[..., Scorer]
+    needs_judge: bool
+    version: str
+    higher_is_better: bool
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The run fields the scorer reads, as its factory declares them."""
+        return tuple(getattr(self.factory, "reads", ()))
+
+    @classmethod
+    def of(cls, factory: Callable[..., Scorer]) -> PrebuiltScorer:
+        """The entry of a factory declared with ``@prebuilt``."""
+        attrs = getattr(factory, "__dict__", {})
+        return cls(attrs["scorer_id"], factory, attrs["needs_judge"], attrs["version"], attrs["higher_is_better"])
+
+
+def prebuilt(
+    scorer_id: str, version: str, *, needs_judge: bool, higher_is_better: bool = True, reads: tuple[str, ...] = ()
+) -> Callable[[F], F]:
+    """Declare a factory's ``scorer_id``, ``version``, ``needs_judge`` and ``higher_is_better`` as attributes
+    (the scorer it builds must carry the same id, version and direction: tests/scorers/test_catalog.py), and
+    ``reads``, the run fields it reads as docs/scorers.md's table names them (e.g. ``("input", "output")``)."""
+
+    def declare(factory: F) -> F:
+        factory.scorer_id = scorer_id  # type: ignore[attr-defined]
+        factory.version = version  # type: ignore[attr-defined]
+        factory.needs_judge = needs_judge  # type: ignore[attr-defined]
+        factory.higher_is_better = higher_is_better  # type: ignore[attr-defined]
+        factory.reads = tuple(reads)  # type: ignore[attr-defined]
+        return factory
+
+    return declare

@@ -1,0 +1,251 @@
+"""The HTML report from a results file built by two real runs of one name (a judge scorer against the fake
+server, a code scorer, an item whose target fails): what it holds, the run's own report and its summary
+artifact, direction from `run_scorers`, the CLI in a real subprocess, and the page in headless Chromium from
+a file:// URL with the network off."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from flows import run_evals
+from flows.html_report import write_report
+from flows.html_report.data import gather
+from flows.store import Store
+from flows.store.tdist import t_quantile_975
+from scorers.testing.fake_openai import FakeOpenAIServer
+
+from flow_helpers import judge_scorer, rows
+
+N = 6
+CHANGED = "q-1"  # its output in run 2 is judged irrelevant and reads angry
+FAILING = "What is the capital of country number 3?"  # run 2's target fails on this input
+ANSWERS: dict[str, str] = {}
+
+
+def target(question: str) -> str:
+    if question == FAILING:
+        raise RuntimeError("target down for this one")
+    return ANSWERS[question]
+
+
+class Built:
+    def __init__(self, db: Path, first: Any, second: Any, judge_requests: int) -> None:
+        self.db, self.first, self.second, self.judge_requests = db, first, second, judge_requests
+
+
+@pytest.fixture(scope="module")
+def built(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    folder = tmp_path_factory.mktemp("report")
+    data = rows(N)
+    os.environ["OPENAI_API_KEY"] = "sk-fake-key-for-tests"
+    verdict = lambda statement: "no" if "Bananas" in statement else "yes"  # noqa: E731
+    options: dict[str, Any] = {"name": "rep", "db": str(folder / "evals.duckdb"), "cache_dir": str(folder / "cache"),
+                               "retries": 0, "concurrency": 4, "judge_process": False}
+    with FakeOpenAIServer(verdict_for=verdict) as judge:
+        scorers = [judge_scorer(judge), "tone-scorer"]
+        first = run_evals(data, scorers=scorers, report=False, **options)
+        ANSWERS.update({r["input"]: r["output"] for r in data})
+        ANSWERS[data[1]["input"]] = "Bananas are what I hate. Terrible, awful question."
+        second = run_evals([{k: v for k, v in r.items() if k != "output"} for r in data], scorers=scorers,
+                           target=f"{__name__}:target", **options)
+        yield Built(folder / "evals.duckdb", first, second, judge.request_count)
+
+
+def test_a_run_writes_its_report_beside_the_results_file_and_links_it(built: Built) -> None:
+    assert built.first.report is None and not (built.db.parent / "reports" / f"rep-{built.first.run_id}.html").exists()
+    path = built.db.parent / "reports" / f"rep-{built.second.run_id}.html"
+    assert built.second.report == str(path) and path.is_file()
+    html = path.read_text()
+    assert built.second.run_id in html and built.first.run_id in html  # compared with the previous run
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        (summary,) = client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=["evalduck-rep-summary"]),
+            flow_run_id=ArtifactFilterFlowRunId(any_=[built.second.flow_run_id])))
+    assert path.as_uri() in summary.description
+    assert "![trend of each scorer's mean over the last runs](data:image/svg+xml;base64," in summary.description
+
+
+def test_the_report_holds_the_header_stats_trend_comparison_and_items(built: Built) -> None:
+    store = Store(built.db)
+    data = gather(store, "rep")
+    run = store.run_record(built.second.run_id)
+    h = data.header
+    assert (h.run.run_id, h.run.dataset_hash, h.run.n_items) == (run.run_id, run.dataset_hash, N)
+    assert h.judge_models == ["openai/fake-judge"] and h.judge_tokens > 0 and h.duration_s is not None
+    assert h.target == f"{__name__}:target"
+
+    stats = {s.stats.scorer_id: s.stats for s in data.scorers}
+    judged = stats["answer-relevancy-scorer"]
+    assert (judged.n_scored, judged.n_errors, judged.n_skipped) == (N - 1, 1, 0)
+    scores = store.sql("SELECT score FROM scores WHERE run_id = ? AND scorer_id = 'tone-scorer' AND score IS NOT NULL",
+                       [run.run_id]).rows
+    values = [s for (s,) in scores]
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    half = t_quantile_975(len(values) - 1) * sd / len(values) ** 0.5
+    tone = stats["tone-scorer"]
+    assert tone.mean_score == pytest.approx(mean)
+    assert (tone.ci_low, tone.ci_high) == (pytest.approx(mean - half), pytest.approx(mean + half))
+
+    assert [r.run_id for r in data.trend_runs] == [built.first.run_id, built.second.run_id]
+    assert data.against is not None and data.against.run_id == built.first.run_id
+    comparison = {c.row["scorer_id"]: c for c in data.comparison}
+    assert comparison["tone-scorer"].row == store.compare(built.first.run_id, built.second.run_id)[1]
+    (moved,) = comparison["answer-relevancy-scorer"].moved
+    assert (moved.item_id, moved.moved, moved.score_a) == (CHANGED, "regressed", 1.0)
+    assert moved.score_b is not None and moved.score_b < 1.0 and "Bananas" in str(moved.output_b)
+    verdicts = [v["result"] for v in moved.steps_b["analyze"]["results"]]
+    assert "no" in verdicts and moved.steps_b["preprocess"]["statements"] and moved.reason_b
+
+    items = json.loads(data.items_json)
+    assert data.scorer_ids == ["answer-relevancy-scorer", "tone-scorer"] and len(items) == N
+    failed = next(i for i in items if i[1] == FAILING)
+    assert [cell[0] for cell in failed[4]] == ["error", "error"] and "target down" in failed[4][0][3]
+
+    html = write_report(store, built.second.run_id, path=built.db.parent / "again.html").path.read_text()
+    assert html.count("<svg") == 3  # histograms, trend, deltas
+    assert "lower is better" not in html and '<td class="">higher is better</td>' in html
+
+
+def test_direction_comes_from_run_scorers_when_the_file_has_it(built: Built, tmp_path: Path) -> None:
+    copy = tmp_path / "evals.duckdb"
+    shutil.copy(built.db, copy)
+    with duckdb.connect(str(copy)) as con:  # schema v4's table (issue 13), filled at run start: made lower-is-better
+        con.execute("DELETE FROM run_scorers WHERE run_id = ? AND scorer_id = 'answer-relevancy-scorer'",
+                    [built.second.run_id])
+        con.execute("INSERT INTO run_scorers VALUES (?, 'answer-relevancy-scorer', false)", [built.second.run_id])
+    data = gather(Store(copy), built.second.run_id)
+    directions = {s.stats.scorer_id: s.higher_is_better for s in data.scorers}
+    assert directions == {"answer-relevancy-scorer": False, "tone-scorer": True}
+    (moved,) = next(c for c in data.comparison if c.row["scorer_id"] == "answer-relevancy-scorer").moved
+    assert moved.moved == "improved"  # its score fell, and lower is better
+    assert '<td class="dir-low">lower is better</td>' in write_report(Store(copy), built.second.run_id).path.read_text()
+
+
+def _cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    evalduck = Path(sys.executable).with_name("evalduck")
+    return subprocess.run([str(evalduck), "--db", str(db), *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PREFECT_API_URL": "", "PREFECT_UI_URL": "http://ui.invalid"})
+
+
+def test_cli_report_and_show_in_a_real_process(built: Built, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    done = _cli(built.db, "report", "rep", "--against", built.first.run_id, "--last", "5", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert f"report of run {built.second.run_id}: {out}" in done.stdout
+    assert f'href="http://ui.invalid/runs/flow-run/{built.second.flow_run_id}"' in out.read_text()
+    missing = _cli(built.db, "report", "nope")
+    assert missing.returncode == 2 and "no run with id or name 'nope'" in missing.stderr
+    shown = _cli(built.db, "show", "rep", "--worst", "0")
+    assert shown.returncode == 0, shown.stderr
+    assert "Trend: mean over the last 2 runs of rep" in shown.stdout
+    line = next(x for x in shown.stdout.splitlines() if "answer-relevancy-scorer" in x and "1.000" in x and "▁" in x)
+    assert "█▁" in line  # the judged mean fell
+
+
+CHROMIUM = Path(os.environ.get("EVALDUCK_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def test_the_page_in_chromium_offline(built: Built, tmp_path: Path) -> None:
+    """No console error, no request but the file itself, every chart drawn, the item table sorts and filters by
+    clicks, an item's step results one click away; the screenshot is kept at the path printed."""
+    if not CHROMIUM.exists():
+        if os.environ.get("EVALDUCK_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"EVALDUCK_REQUIRE_BROWSER=1 but no Chromium at {CHROMIUM}")
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    from playwright.sync_api import expect, sync_playwright
+
+    page_url = Path(built.second.report).as_uri()
+    problems: list[str] = []
+    requests: list[str] = []
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1300, "height": 900}, offline=True)
+        try:
+            page = context.new_page()
+            page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(page_url)
+            charts = page.locator("figure.chart svg")
+            expect(charts).to_have_count(3)
+            for k in range(3):
+                box = charts.nth(k).bounding_box()
+                assert box is not None and box["width"] > 50 and box["height"] > 50, (k, box)
+
+            count = page.locator("#count")
+            expect(count).to_have_text(f"{N} items")
+            tone = page.locator("#thead button", has_text="tone-scorer")
+
+            def column(k: int) -> list[str]:
+                return page.locator("#rows .trow").evaluate_all(f"rows => rows.map(r => r.children[{k}].textContent)")
+
+            tone.click()
+            expect(tone).to_have_attribute("aria-sort", "ascending")
+            ascending = [float(v) for v in column(4) if v != "error"]
+            assert ascending == sorted(ascending) and len(ascending) == N - 1 and column(4)[-1] == "error"
+            tone.click()
+            expect(tone).to_have_attribute("aria-sort", "descending")
+            descending = [float(v) for v in column(4) if v != "error"]
+            assert descending == sorted(ascending, reverse=True)
+
+            page.select_option("#status", "error")
+            expect(count).to_have_text(f"1 of {N} items")
+            assert column(1) == [FAILING]
+            page.select_option("#status", "")
+            page.fill("#search", "bananas")
+            expect(count).to_have_text(f"1 of {N} items")
+            assert column(0) == [CHANGED]
+            page.locator("#rows .trow").first.click()
+            dialog = page.locator("dialog#detail")
+            expect(dialog).to_be_visible()
+            expect(dialog.locator("table.steps").first).to_contain_text("no")
+            page.keyboard.press("Escape")
+            shot = tmp_path / "report.png"
+            page.screenshot(path=str(shot), full_page=True)
+            print(f"screenshot: {shot}")
+        finally:
+            context.close()
+    assert not problems, problems
+    assert requests == [page_url], requests
+
+
+def test_user_strings_stay_text_in_the_page(tmp_path: Path) -> None:
+    """A name, an id, an input or a reason holding markup cannot add an element or end the data's <script>."""
+    store = Store(tmp_path / "evals.duckdb")
+    evil = "</script><script>alert(1)</script><b>x</b>"
+    for k in range(2):
+        run_id = f"run-{k}"
+        store.start_run(run_id, evil, "d.jsonl", "h", {"target": evil})
+        store.write_batch(run_id, items=[{"item_id": f"{evil}{i}", "input": evil, "output": evil} for i in range(3)],
+                          scores=[{"item_id": f"{evil}{i}", "scorer_id": "tone-scorer", "scorer_version": "1",
+                                   "score": 0.1 * i + 0.3 * k, "reason": evil} for i in range(3)], status="completed")
+    html = write_report(store, "run-1", path=tmp_path / "r.html").path.read_text()
+    assert "<script>alert(1)" not in html and "<b>x</b>" not in html
+    assert "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html  # the header, as text
+    assert html.count("<script") == 3 and html.count("</script>") == 3  # the data, the item data, the code
+
+
+def test_sparkline() -> None:
+    from flows.html_report import sparkline
+
+    assert sparkline([0.0, 0.5, 1.0]) == "▁▅█"
+    assert sparkline([0.7, None, 0.7]) == "▄ ▄"  # a constant series sits in the middle; no mean, a gap
+    assert sparkline([None, None]) == "  "
