@@ -28,7 +28,9 @@ from flows.redact import redact_urls
 from flows.store.models import SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
 from flows.store.schema import migrate
 from flows.store.target import StoreTarget, parse_target
-from flows.store.upsert import ITEM_COLUMNS, item_tuples, score_tuples, to_json, upsert, utcnow
+from flows.store.upsert import (
+    ITEM_COLUMNS, RUN_SCORER_COLUMNS, item_tuples, replace_run_rows, score_tuples, to_json, upsert, utcnow,
+)
 
 __all__ = ("Store", "RunSummary", "default_db_path", "RUN_STATUSES")
 
@@ -87,6 +89,21 @@ class Store:
                 yield con
         except duckdb.IOException as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
+
+    @contextmanager
+    def reading(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One read-only connection for a block of queries (the HTML report's dozen): the file opened once; on
+        the shared store a cursor of this process's attach, in a transaction rolled back at the end (one
+        snapshot, nothing written)."""
+        with self._connect(read_only=True) as con:
+            if not self.target.shared:
+                yield con
+                return
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+            finally:
+                con.execute("ROLLBACK")
 
     def _retrying(self, work: Callable[[], T]) -> T:
         """A file's operations run once (its lock serialises them); a lake's again after a commit conflict."""
@@ -149,11 +166,9 @@ class Store:
                     ],
                 )
             upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
-            if directions is not None:
-                con.execute("DELETE FROM run_scorers WHERE run_id = ?", [run_id])
-                if directions:
-                    con.execute("INSERT INTO run_scorers SELECT ?, unnest(?::VARCHAR[]), unnest(?::BOOLEAN[])",
-                                [run_id, list(directions), list(directions.values())])
+            if directions is not None:  # staged like a batch: DuckDB 1.5's list parameters are slow (upsert.py)
+                replace_run_rows(con, "run_scorers", RUN_SCORER_COLUMNS, run_id,
+                                 [(run_id, scorer_id, bool(better)) for scorer_id, better in directions.items()])
 
         self._write(body)
 
@@ -352,19 +367,12 @@ class Store:
     def sql(self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None, *, write: bool = False) -> QueryResult:
         """Run one query on a read-only connection (`write=True` for a read-write one; on the shared store, a
         query without `write` runs in a transaction that is rolled back)."""
-        with self._connect(read_only=not write) as con:
-            guard = self.target.shared and not write
-            if guard:
-                con.execute("BEGIN TRANSACTION")
-            try:
-                cursor = con.execute(query, params) if params is not None else con.execute(query)
-                if cursor.description is None:
-                    return QueryResult(columns=[], rows=[])
-                columns = [d[0] for d in cursor.description]
-                return QueryResult(columns=columns, rows=[tuple(r) for r in cursor.fetchall()])
-            finally:
-                if guard:
-                    con.execute("ROLLBACK")
+        with self._connect() if write else self.reading() as con:
+            cursor = con.execute(query, params) if params is not None else con.execute(query)
+            if cursor.description is None:
+                return QueryResult(columns=[], rows=[])
+            columns = [d[0] for d in cursor.description]
+            return QueryResult(columns=columns, rows=[tuple(r) for r in cursor.fetchall()])
 
 
 def _check_status(status: str) -> None:

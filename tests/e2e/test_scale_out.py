@@ -83,16 +83,17 @@ def test_two_workers_two_runs_at_once_a_worker_killed_every_cell_once(cluster: d
     rows = [{"id": f"q{i}", "input": f"Question {i}?", "output": f"A fine answer {i}.", "groundTruth": f"Answer {i}."}
             for i in range(N_ROWS)]
     dataset = jsonl(root / "data.jsonl", rows)
+
+    def config(name: str, **extra: object) -> dict[str, object]:
+        # No HTML report: on a shared store it goes to reports/ in the working directory, which for a
+        # deployment's flow run is this checkout (tests/store/test_shared_store.py tests the report on the lake).
+        return {**extra, "dataset": str(dataset), "scorers": SCORERS, "name": name, "report": False}
+
     # Two deployments, so the two runs may overlap (each deployment runs one at a time).
-    first = api.create_flow_run(api.deployment("demo")["id"],
-                                {"config": {"dataset": str(dataset), "scorers": SCORERS, "name": "first"}})
-    second = api.create_flow_run(api.deployment("nightly")["id"],
-                                 {"config": {"dataset": str(dataset), "scorers": SCORERS, "name": "second"},
-                                  "max_drop": 1.0})
+    first = api.create_flow_run(api.deployment("demo")["id"], {"config": config("first")})
+    second = api.create_flow_run(api.deployment("nightly")["id"], {"config": config("second"), "max_drop": 1.0})
     # And a third at once, whose steps run on a Dask LocalCluster of 2 workers (--runner dask).
-    third = api.create_flow_run(api.deployment("smoke")["id"],
-                                {"config": {**DASK, "dataset": str(dataset), "scorers": SCORERS, "name": "third"},
-                                 "max_drop": 1.0})
+    third = api.create_flow_run(api.deployment("smoke")["id"], {"config": config("third", **DASK), "max_drop": 1.0})
 
     store = Store(lake)  # this test's own view of the shared store
 
@@ -119,8 +120,7 @@ def test_two_workers_two_runs_at_once_a_worker_killed_every_cell_once(cluster: d
         if state != "COMPLETED":
             # A flow run killed before its eval started stored nothing to resume: run it again.
             started = store.sql("SELECT count(*) FROM runs WHERE name = ?", [name]).rows[0][0]
-            config = {**extra, "dataset": str(dataset), "scorers": SCORERS, "name": name}
-            params: dict[str, object] = {"config": {**config, **({"resume": name} if started else {})}}
+            params: dict[str, object] = {"config": config(name, **extra, **({"resume": name} if started else {}))}
             if deployment != "demo":
                 params["max_drop"] = 1.0
             retry = api.create_flow_run(api.deployment(deployment)["id"], params)
