@@ -9,9 +9,27 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export DO_NOT_TRACK := 1
 
-.PHONY: venv demo test serve stop bench clean
+.PHONY: venv venv-shared demo test test-shared serve stop bench clean
 
 venv: $(STAMP)
+
+# The shared store's environment (docs/scale-out.md): evalduck with duckdb 1.5.5 and the DuckLake and
+# PostgreSQL extensions, for the machines that write or query a ducklake: store, and its tests.
+SHARED := .venv-shared
+SHARED_STAMP := $(SHARED)/.installed
+
+venv-shared: $(SHARED_STAMP)
+
+$(SHARED_STAMP): pyproject.toml
+	test -x $(SHARED)/bin/python || $(PYTHON) -m venv $(SHARED)
+	$(SHARED)/bin/python -m pip install --quiet --upgrade pip
+	$(SHARED)/bin/python -m pip install --quiet -e '.[shared]' 'pytest>=8.3,<10' 'pytest-timeout>=2.3,<3'
+	touch $(SHARED_STAMP)
+
+# The shared-store tests (a PostgreSQL they start themselves): skipped by `make test`, which runs on duckdb
+# 2.0; EVALDUCK_REQUIRE_SHARED=1 makes a missing PostgreSQL a failure here.
+test-shared: $(SHARED_STAMP)
+	EVALDUCK_REQUIRE_SHARED=1 $(SHARED)/bin/python -m pytest -q tests/store/test_shared_store.py tests/e2e/test_scale_out.py
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

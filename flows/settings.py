@@ -14,6 +14,7 @@ __all__ = (
     "DB_ENV",
     "CACHE_DIR_ENV",
     "DEFAULT_DB_FILE",
+    "DUCKLAKE_PREFIX",
     "PROCESS_ENV_DEFAULTS",
     "default_db_path",
     "default_cache_dir",
@@ -24,11 +25,15 @@ __all__ = (
 DB_ENV = "EVALDUCK_DB"
 CACHE_DIR_ENV = "EVALDUCK_CACHE_DIR"
 DEFAULT_DB_FILE = "evals.duckdb"
+# A `--db` / EVALDUCK_DB value that names the shared store rather than a file (flows/store/target.py).
+DUCKLAKE_PREFIX = "ducklake:"
 
 
-def default_db_path() -> Path:
-    """``$EVALDUCK_DB`` when set, else ``./evals.duckdb``."""
-    return Path(os.environ.get(DB_ENV) or DEFAULT_DB_FILE)
+def default_db_path() -> Path | str:
+    """``$EVALDUCK_DB`` when set, else ``./evals.duckdb``; a shared store's ``ducklake:`` URL stays a string
+    (a Path would fold its ``//``)."""
+    raw = os.environ.get(DB_ENV) or DEFAULT_DB_FILE
+    return raw if raw.startswith(DUCKLAKE_PREFIX) else Path(raw)
 
 
 def default_cache_dir(root: Path | None = None) -> Path:

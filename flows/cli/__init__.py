@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from flows.cli.errors import UsageErrorsGroup, fail, label, value_error
-from flows.settings import DB_ENV, DEFAULT_DB_FILE, default_db_path
+from flows.settings import DB_ENV, DEFAULT_DB_FILE, DUCKLAKE_PREFIX, default_db_path
 
 __all__ = ("app", "main", "db_path", "fail")
 
@@ -34,22 +34,27 @@ app = typer.Typer(
 def _global_options(
     ctx: typer.Context,
     db: Annotated[
-        Path | None,
-        typer.Option("--db", envvar=DB_ENV, help=f"DuckDB results file [default: {DB_ENV}, else ./{DEFAULT_DB_FILE}]"),
+        str | None,
+        typer.Option("--db", envvar=DB_ENV, help=f"DuckDB results file, or a shared store's ducklake:postgres://... URL "
+                     f"(docs/scale-out.md) [default: {DB_ENV}, else ./{DEFAULT_DB_FILE}]"),
     ] = None,
 ) -> None:
     ctx.obj = {"db": db if db is not None else default_db_path()}
 
 
-def db_path(ctx: typer.Context) -> Path:
-    """The results file chosen by `--db`, EVALDUCK_DB or the default, for any command.
+def db_path(ctx: typer.Context) -> Path | str:
+    """The results file chosen by `--db`, EVALDUCK_DB or the default, for any command; a shared store's
+    `ducklake:` URL as given (flows/store/target.py).
 
     A usage error (exit 2) when it names a folder, or a file in a folder that does not exist: the file
     itself is created on first use, its folder never is.
     """
     root = ctx.find_root()
     obj = root.obj if isinstance(root.obj, dict) else {}
-    path = Path(obj.get("db") or default_db_path())
+    raw = obj.get("db") or default_db_path()
+    if str(raw).startswith(DUCKLAKE_PREFIX):
+        return str(raw)
+    path = Path(raw)
     full = path.expanduser().absolute()
     if full.is_dir():
         fail(value_error(label(ctx, "db"), path, f"is a folder, not a DuckDB file (e.g. {full / DEFAULT_DB_FILE})"), ctx)

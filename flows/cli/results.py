@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any
 
 import duckdb
@@ -52,7 +53,7 @@ def _store(ctx: typer.Context) -> Iterator[Store]:
     file that does not exist is a usage error too: reading must not leave an empty results file behind (a
     mistyped --db made one)."""
     path = db_path(ctx)
-    if not path.expanduser().exists():
+    if isinstance(path, Path) and not path.expanduser().exists():
         fail(value_error(label(ctx, "db"), path, "no such results file (`evalduck run` creates it; check --db "
                                                  "and EVALDUCK_DB)"), ctx)
     try:

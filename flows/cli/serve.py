@@ -60,7 +60,7 @@ def serve(
     options = ServeOptions(
         project_dir=project,
         state_dir=(state_dir or project / ".evalduck").resolve(),
-        db_path=db_path(ctx).resolve(),
+        db_path=db if isinstance(db := db_path(ctx), str) else db.resolve(),
         cache_dir=(cache_dir or default_cache_dir(project)).resolve(),
         host=host,
         port=port,

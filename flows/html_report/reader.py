@@ -8,8 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from flows.store import Store, StoreError
-from flows.store.connection import connect
+from flows.store import Store
 
 __all__ = ("Records", "store_records", "one_connection")
 
@@ -24,16 +23,12 @@ def store_records(store: Store) -> Records:
 
 @contextmanager
 def one_connection(store: Store) -> Iterator[Records]:
-    """Every query on one read-only connection, held for the duration of the block."""
-    import duckdb
+    """Every query on one read-only connection (`Store.reading`: the file, or the shared store's attach), held
+    for the duration of the block."""
+    with store.reading() as con:
+        def records(query: str, params: Params) -> list[dict[str, Any]]:
+            cursor = con.execute(query, params)
+            columns = [d[0] for d in cursor.description or ()]
+            return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
-    try:
-        with connect(store.path, read_only=True, timeout=store.lock_timeout) as con:
-            def records(query: str, params: Params) -> list[dict[str, Any]]:
-                cursor = con.execute(query, params)
-                columns = [d[0] for d in cursor.description or ()]
-                return [dict(zip(columns, row)) for row in cursor.fetchall()]
-
-            yield records
-    except duckdb.IOException as exc:
-        raise StoreError(f"{store.path}: {exc}") from exc
+        yield records

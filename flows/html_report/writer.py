@@ -1,4 +1,5 @@
-"""`write_report`: a run's HTML report to a file, by default `reports/<name>-<run id>.html` beside the DuckDB file."""
+"""`write_report`: a run's HTML report to a file, by default `reports/<name>-<run id>.html` beside the DuckDB file
+(for the shared store, in the working directory)."""
 
 from __future__ import annotations
 
@@ -23,11 +24,13 @@ class WrittenReport(BaseModel):
     run_id: str
 
 
-def default_report_path(db_path: Path, name: str | None, run_id: str) -> Path:
-    """``<folder of the DuckDB file>/reports/<name>-<run id>.html``; the name's characters other than letters,
+def default_report_path(store: Store, name: str | None, run_id: str) -> Path:
+    """``reports/<name>-<run id>.html`` in the folder of the DuckDB file, or for the shared store (no file; its
+    Parquet folder is DuckLake's own) in the working directory; the name's characters other than letters,
     digits, ``.``, ``_`` and ``-`` become ``-`` (a run without a name is ``unnamed``)."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name or "").strip("-.") or "unnamed"
-    return db_path.parent / "reports" / f"{slug[:80]}-{run_id}.html"
+    folder = store.target.path.parent if store.target.path is not None else Path.cwd()
+    return folder / "reports" / f"{slug[:80]}-{run_id}.html"
 
 
 def write_report(
@@ -41,7 +44,7 @@ def write_report(
     started = time.perf_counter()
     data = gather(store, run, against=against, compare_previous=compare_previous, last=last, ui_url=ui_url)
     run_id = data.header.run.run_id
-    target = path if path is not None else default_report_path(store.path, data.header.run.name, run_id)
+    target = path if path is not None else default_report_path(store, data.header.run.name, run_id)
     html = render_html(data).encode("utf-8")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"

@@ -50,7 +50,7 @@ class ServeOptions(BaseModel):
 
     project_dir: Path
     state_dir: Path
-    db_path: Path
+    db_path: str | Path = Field(description="the results file, or a shared store's ducklake: URL (kept a string)")
     cache_dir: Path
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT

@@ -136,4 +136,11 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    con.execute("COMMIT")
+    try:
+        con.execute("COMMIT")
+    except duckdb.Error:
+        try:  # a shared store's commit can fail on a conflict; leave the connection usable
+            con.execute("ROLLBACK")
+        except duckdb.Error:
+            pass
+        raise

@@ -144,21 +144,24 @@ def current_version(con: duckdb.DuckDBPyConnection, path: str) -> int:
 
 
 def migrate(con: duckdb.DuckDBPyConnection, path: str, evalduck_version: str | None, target: int = SCHEMA_VERSION) -> int:
-    """Bring the file to `target` (default the newest schema) in one transaction; returns the old version."""
-    found = current_version(con, path)
-    if found > SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"{path}: the file has evalduck schema version {found}, newer than the {SCHEMA_VERSION} this evalduck "
-            f"({evalduck_version or 'unknown version'}) understands. Upgrade evalduck to read it; the file was "
-            f"left untouched."
-        )
-    if found >= target:
-        if found == SCHEMA_VERSION and _stored_fingerprint(con) != macros_fingerprint():
-            # Same schema, different stored SQL (a development build changed macros.sql): refresh it.
-            with transaction(con):
-                _refresh_macros(con)
-        return found
+    """Bring the file to `target` (default the newest schema) in one transaction; returns the old version.
+
+    The version is read inside that transaction: on the shared store, a process that read it before another
+    one's migration committed would create tables that now exist (a catalog error, not a retried conflict);
+    read inside, its transaction's snapshot predates the other's tables, and its commit conflicts instead."""
     with transaction(con):
+        found = current_version(con, path)
+        if found > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{path}: the file has evalduck schema version {found}, newer than the {SCHEMA_VERSION} this evalduck "
+                f"({evalduck_version or 'unknown version'}) understands. Upgrade evalduck to read it; the file was "
+                f"left untouched."
+            )
+        if found >= target:
+            if found == SCHEMA_VERSION and _stored_fingerprint(con) != macros_fingerprint():
+                # Same schema, different stored SQL (a development build changed macros.sql): refresh it.
+                _refresh_macros(con)
+            return found
         for version in range(found + 1, target + 1):
             con.execute(MIGRATIONS[version])
             if version == 2:

@@ -9,30 +9,35 @@ transaction: a batch lands whole or not at all, and a crash loses only batches n
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 from pydantic import BaseModel
 
 from flows.settings import default_db_path
+from flows.store import lake
 from flows.store.connection import connect, transaction
 from flows.store.errors import StoreError, UnknownRunError
 from flows.store.liveness import mark_interrupted_runs, this_writer
 from flows.redact import redact_urls
 from flows.store.models import SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
 from flows.store.schema import migrate
-from flows.store.upsert import ITEM_COLUMNS, item_tuples, score_tuples, to_json, upsert, utcnow
+from flows.store.target import StoreTarget, parse_target
+from flows.store.upsert import (
+    ITEM_COLUMNS, RUN_SCORER_COLUMNS, item_tuples, replace_run_rows, score_tuples, to_json, upsert, utcnow,
+)
 
 __all__ = ("Store", "RunSummary", "default_db_path", "RUN_STATUSES")
 
 # `interrupted`: the store found the run `running` with its writer process gone (killed, or its machine
 # restarted); it is set on open, never by a writer.
 RUN_STATUSES = ("running", "completed", "failed", "cancelled", "interrupted")
+T = TypeVar("T")
 
 
 def _evalduck_version() -> str | None:
@@ -50,29 +55,70 @@ class RunSummary(BaseModel):
 
 
 class Store:
-    """The evalduck DuckDB file. Opening creates or migrates the schema (a newer schema is refused) and
-    marks `interrupted` the runs left `running` by a process that is gone (`mark_interrupted`)."""
+    """The evalduck results store: a DuckDB file, or the shared DuckLake a `ducklake:` URL names (lake.py).
+    Opening creates or migrates the schema (a newer schema is refused) and marks `interrupted` the runs left
+    `running` by a process that is gone (`mark_interrupted`)."""
 
     def __init__(self, path: str | Path | None = None, *, lock_timeout: float | None = None) -> None:
-        raw = Path(path) if path is not None else default_db_path()
-        self.path = raw.expanduser().resolve()
+        self.target: StoreTarget = parse_target(path if path is not None else default_db_path())
+        # What messages name: the file, or the lake's URL with its password masked.
+        self.path: Path | str = self.target.path if self.target.path is not None else self.target.label
         self.lock_timeout = lock_timeout
-        if not self.path.parent.is_dir():
-            raise StoreError(f"{self.path}: folder {self.path.parent} does not exist")
+        if self.target.path is not None and not self.target.path.parent.is_dir():
+            raise StoreError(f"{self.path}: folder {self.target.path.parent} does not exist")
+        self.migrated_from, self.interrupted = self._retrying(self._open)
+
+    def _open(self) -> tuple[int, list[str]]:
         with self._connect() as con:
-            self.migrated_from = migrate(con, str(self.path), _evalduck_version())
-            self.interrupted = mark_interrupted_runs(con)
+            migrated_from = migrate(con, str(self.path), _evalduck_version())
+            if self.target.shared:
+                lake.ensure_write_token(con)
+            return migrated_from, mark_interrupted_runs(con)
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
 
     @contextmanager
     def _connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        if self.target.path is None:
+            with lake.session(self.target) as con:
+                yield con
+            return
         try:
-            with connect(self.path, read_only=read_only, timeout=self.lock_timeout) as con:
+            with connect(self.target.path, read_only=read_only, timeout=self.lock_timeout) as con:
                 yield con
         except duckdb.IOException as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
+
+    @contextmanager
+    def reading(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One read-only connection for a block of queries (the HTML report's dozen): the file opened once; on
+        the shared store a cursor of this process's attach, in a transaction rolled back at the end (one
+        snapshot, nothing written)."""
+        with self._connect(read_only=True) as con:
+            if not self.target.shared:
+                yield con
+                return
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+            finally:
+                con.execute("ROLLBACK")
+
+    def _retrying(self, work: Callable[[], T]) -> T:
+        """A file's operations run once (its lock serialises them); a lake's again after a commit conflict."""
+        return lake.retry_conflicts(work) if self.target.shared else work()
+
+    def _write(self, body: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+        """`body` in one write transaction; on the shared store it also updates the write token, so that
+        overlapping writes conflict and are run again one after the other (exactly-once upserts)."""
+        def once() -> T:
+            with self._connect() as con, transaction(con):
+                result = body(con)
+                if self.target.shared:
+                    lake.touch_write_token(con)
+                return result
+        return self._retrying(once)
 
     # ---- writes -------------------------------------------------------------------------------
 
@@ -99,7 +145,8 @@ class Store:
         item_rows = item_tuples(run_id, items)
         stored_config = to_json(redact_urls(dict(config or {})))
         writer = this_writer()
-        with self._connect() as con, transaction(con):
+
+        def body(con: duckdb.DuckDBPyConnection) -> None:
             exists = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()
             if exists and exists[0]:
                 con.execute(
@@ -119,32 +166,34 @@ class Store:
                     ],
                 )
             upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
-            if directions is not None:
-                con.execute("DELETE FROM run_scorers WHERE run_id = ?", [run_id])
-                if directions:
-                    con.execute("INSERT INTO run_scorers SELECT ?, unnest(?::VARCHAR[]), unnest(?::BOOLEAN[])",
-                                [run_id, list(directions), list(directions.values())])
+            if directions is not None:  # staged like a batch: DuckDB 1.5's list parameters are slow (upsert.py)
+                replace_run_rows(con, "run_scorers", RUN_SCORER_COLUMNS, run_id,
+                                 [(run_id, scorer_id, bool(better)) for scorer_id, better in directions.items()])
+
+        self._write(body)
 
     def mark_interrupted(self) -> list[str]:
         """Mark `interrupted` every `running` run whose writer process is certainly gone; returns their ids.
 
         Opening a Store does it once; a long-lived Store can call it again.
         """
-        with self._connect() as con:
-            return mark_interrupted_runs(con)
+        def once() -> list[str]:
+            with self._connect() as con:
+                return mark_interrupted_runs(con)
+        return self._retrying(once)
 
     def finish_run(self, run_id: str, status: str) -> None:
         """Set the run's final status (`completed`, `failed` or `cancelled`) and finish time."""
         _check_status(status)
-        with self._connect() as con:
-            self._set_status(con, run_id, status)
+        self._write(lambda con: self._set_status(con, run_id, status))
 
     def _set_status(self, con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:
-        found = con.execute(
-            "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? RETURNING run_id",
-            [status, None if status == "running" else utcnow(), run_id],
-        ).fetchall()
-        if not found:
+        # No RETURNING: DuckLake does not support it on UPDATE.
+        found = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        if found and found[0]:
+            con.execute("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
+                        [status, None if status == "running" else utcnow(), run_id])
+        else:
             raise UnknownRunError(f"{self.path}: no run with id {run_id!r}")
 
     def write_items(self, run_id: str, items: Sequence[Mapping[str, Any]]) -> int:
@@ -178,11 +227,14 @@ class Store:
             _check_status(status)
         elif not item_rows and not score_rows:
             return 0, 0
-        with self._connect() as con, transaction(con):
+
+        def body(con: duckdb.DuckDBPyConnection) -> None:
             upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
             upsert(con, "scores", SCORE_COLUMNS, ("item_id", "scorer_id"), run_id, score_rows)
             if status is not None:
                 self._set_status(con, run_id, status)
+
+        self._write(body)
         return len(item_rows), len(score_rows)
 
     # ---- reads --------------------------------------------------------------------------------
@@ -313,8 +365,9 @@ class Store:
             return _records(con.execute(query, params))
 
     def sql(self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None, *, write: bool = False) -> QueryResult:
-        """Run one query on a read-only connection (`write=True` for a read-write one)."""
-        with self._connect(read_only=not write) as con:
+        """Run one query on a read-only connection (`write=True` for a read-write one; on the shared store, a
+        query without `write` runs in a transaction that is rolled back)."""
+        with self._connect() if write else self.reading() as con:
             cursor = con.execute(query, params) if params is not None else con.execute(query)
             if cursor.description is None:
                 return QueryResult(columns=[], rows=[])
