@@ -1,6 +1,6 @@
 """Where a run's task runs execute: ``LocalDispatch`` awaits each task on the flow's event loop (the
-default), ``DaskDispatch`` submits it through prefect-dask's ``DaskTaskRunner`` to a Dask cluster's
-workers. Both hand back the task run's final Prefect state, so the engine treats their results, errors,
+default), ``DaskDispatch`` submits it to a Dask cluster's workers (the cluster and its client from
+prefect-dask's ``DaskTaskRunner``; each task run as ``flows.engine.portable.run_task_run``). Both hand back the task run's final Prefect state, so the engine treats their results, errors,
 cache hits and retries alike; the flow alone writes the store.
 
 On Dask, a task's job is a picklable call (``flows.engine.portable``) instead of a closure over the run;
@@ -67,18 +67,36 @@ class LocalDispatch:
 
 
 def threads_per_worker(concurrency: int, workers: int) -> int:
-    """A worker runs one task per thread (prefect-dask runs an async task with ``asyncio.run``), so a
+    """A worker runs one task per thread (``run_task_run`` runs it with ``asyncio.run``), so a
     LocalCluster gets enough threads for the run's items in flight, plus one for code chunks."""
     return math.ceil(concurrency / workers) + 1
 
 
 class DaskDispatch:
-    """Task runs submitted to a Dask cluster through prefect-dask's ``DaskTaskRunner`` (entered)."""
+    """Task runs submitted to a Dask cluster through the client of prefect-dask's ``DaskTaskRunner`` (entered)."""
 
-    def __init__(self, plan: RunPlan, runner: Any, portable: Mapping[str, PortableScorer]) -> None:
+    def __init__(self, plan: RunPlan, runner: Any, portable: Mapping[str, PortableScorer], run_context: Any) -> None:
         self.plan = plan
         self.runner = runner
         self.portable = portable
+        self.run_context = run_context  # the Dask future of the run's RunContext, on every worker
+
+    def _submit(self, task: Task[..., Any], parameters: dict[str, Any]) -> Any:
+        """What prefect-dask's submit does (a task run id, its inputs and asset context, ``run_task_async``
+        on the worker), with the flow's context sent once per run instead of serialised per task run."""
+        from uuid import uuid4
+
+        from prefect.context import AssetContext
+        from prefect.utilities.engine import collect_task_run_inputs_sync
+
+        from flows.engine.portable import run_task_run
+
+        task_run_id = uuid4()
+        dependencies = {k: collect_task_run_inputs_sync(v) for k, v in parameters.items()}
+        assets = AssetContext.from_task_and_inputs(task=task, task_run_id=task_run_id, task_inputs=dependencies,
+                                                   copy_to_child_ctx=True).serialize()
+        return self.runner.client.submit(run_task_run, task, task_run_id, parameters, dependencies, assets,
+                                         self.run_context, key=f"{task.name}-{task_run_id.hex}", pure=False)
 
     async def run(self, task: Task[..., Any], parameters: Mapping[str, Any]) -> State[Any]:
         job = parameters.get("job")
@@ -89,15 +107,15 @@ class DaskDispatch:
         try:
             # The sync Dask client blocks its caller for a round trip (submit; result: fetched from the
             # worker), so both go to a thread: on the loop they serialised every task run of the run.
-            future = await asyncio.to_thread(self.runner.submit, task, dict(parameters))
+            future = await asyncio.to_thread(self._submit, task, dict(parameters))
             done: asyncio.Future[None] = loop.create_future()
 
             def settle(_: Any) -> None:
                 loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
 
-            future.wrapped_future.add_done_callback(settle)
+            future.add_done_callback(settle)
             await done
-            state = await asyncio.to_thread(future.wrapped_future.result)  # done: the task run's final state
+            state = await asyncio.to_thread(future.result)  # done: the task run's final state
         except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: the task run's failure, as local
             return await exception_to_failed_state(exc, message=f"Dask: {type(exc).__name__}: {exc}")
         if not isinstance(state, State):
@@ -162,7 +180,16 @@ def dask_dispatch(plan: RunPlan) -> Iterator[DaskDispatch]:
         from flows.engine.portable import QuietTaskRuns
 
         runner.client.register_plugin(QuietTaskRuns())  # connects (or starts the cluster) here, off the run's loop
-        yield DaskDispatch(plan, runner, portable)
+        yield DaskDispatch(plan, runner, portable, _scattered_context(runner.client))
+
+
+def _scattered_context(client: Any) -> Any:
+    """The flow run's Prefect context, serialised once and held on every worker for the run."""
+    from prefect.context import serialize_context
+
+    from flows.engine.portable import RunContext
+
+    return client.scatter([RunContext(serialize_context())], broadcast=True, hash=False)[0]
 
 
 @contextlib.contextmanager

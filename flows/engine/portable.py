@@ -10,6 +10,13 @@ prefect-dask runs each async task with ``asyncio.run``, a new event loop per tas
 state per loop (its logging worker's queue, its HTTP clients), which broke under that ("bound to a
 different event loop"), and a new loop per request would open a new connection each time. So a worker's
 judge and model requests go to one long-lived loop of the worker process (``worker_transport``).
+
+A task run reaches a worker as ``run_task_run``: prefect-dask's own submit serialised the flow's whole
+Prefect context for every task (~0.1 s in the flow) and the worker rebuilt Prefect's settings from it for
+every task (~0.35 s of a worker's CPU: pydantic-settings reading the environment, .env and the TOML files
+again for each of its models), which capped a run at ~2.5 task runs/s whatever the workers. Here the
+context is serialised once per run and sent once per worker (``RunContext``, scattered), the settings
+built from it once per worker; each task run carries only what is its own.
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 import cloudpickle
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -28,8 +36,13 @@ from scorers import PREBUILT, ConfigError, JudgeUsage, LiteLLMTransport, Scorer,
 from flows.datasets import DatasetItem
 from flows.targets import Target
 
+if TYPE_CHECKING:
+    from prefect import Task
+    from prefect.context import SettingsContext
+    from prefect.states import State
+
 __all__ = ("PortableScorer", "portable_scorer", "RemoteJudgeStep", "RemoteCodeStep", "RemoteTarget", "QuietTaskRuns",
-           "worker_transport")
+           "worker_transport", "RunContext", "run_task_run")
 
 _BUILT: dict[str, Scorer] = {}  # on a worker: digest -> the scorer, built once per process
 _LOCK = threading.Lock()  # a worker runs tasks on many threads
@@ -156,6 +169,43 @@ class RemoteTarget:
 
     async def __call__(self) -> dict[str, Any]:
         return await self.target.acall(self.item, transport=worker_transport())
+
+
+class RunContext:
+    """The flow run's Prefect context as ``prefect.context.serialize_context`` gives it, serialised once per
+    run; on a worker, its settings built once (the built ones are not pickled)."""
+
+    def __init__(self, serialized: dict[str, Any]) -> None:
+        self.serialized = serialized
+        self._settings: SettingsContext | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"serialized": self.serialized}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.serialized, self._settings = state["serialized"], None
+
+    def settings(self) -> SettingsContext:
+        """A new settings context (one per task run: a context is entered once) on the settings built once."""
+        from prefect.context import SettingsContext
+
+        with _LOCK:
+            if self._settings is None:
+                self._settings = SettingsContext(**self.serialized["settings_context"])
+            built = self._settings
+        return SettingsContext(profile=built.profile, settings=built.settings)
+
+
+def run_task_run(task: Task[..., Any], task_run_id: UUID, parameters: dict[str, Any], dependencies: dict[str, Any],
+                 asset_context: dict[str, Any], run: RunContext) -> State[Any]:
+    """On a worker: the task run, as prefect-dask's submit runs it (``run_task_async`` in its own loop, the
+    flow's context), with the run's settings entered here instead of rebuilt from the context."""
+    from prefect.task_engine import run_task_async
+
+    context = {**run.serialized, "settings_context": {}, "asset_context": asset_context}
+    with run.settings():
+        return asyncio.run(run_task_async(task=task, task_run_id=task_run_id, parameters=parameters, wait_for=None,
+                                          return_type="state", dependencies=dependencies, context=context))
 
 
 class QuietTaskRuns(WorkerPlugin):  # type: ignore[misc]

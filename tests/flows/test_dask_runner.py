@@ -150,6 +150,29 @@ def test_a_prebuilt_scorer_travels_and_is_rebuilt_once_per_worker_process() -> N
     assert spec.scorer() is rebuilt
 
 
+def test_a_task_run_reaches_a_worker_with_the_run_context_sent_once_and_its_settings_built_once() -> None:
+    import cloudpickle
+    from prefect import task
+    from prefect.context import SettingsContext, serialize_context
+
+    from flows.engine.portable import RunContext, run_task_run
+
+    @task(name="double")
+    async def double(x: int) -> int:
+        return 2 * x
+
+    sent = RunContext(serialize_context())
+    sent.settings()  # built in the flow's process: not what travels
+    on_worker = cloudpickle.loads(cloudpickle.dumps(sent))
+    first, second = on_worker.settings(), on_worker.settings()
+    assert first is not second and first.settings is second.settings  # one context per task run, settings built once
+    assert first.settings.api.url == SettingsContext.get().settings.api.url
+    task_run_id = uuid.uuid4()
+    state = run_task_run(double, task_run_id, {"x": 21}, {"x": set()}, {}, on_worker)
+    assert state.is_completed() and state.result() == 42 and state.state_details.task_run_id == task_run_id
+    assert on_worker.settings().settings is first.settings
+
+
 def test_a_worker_killed_mid_run_loses_only_its_cells_in_flight(cluster: Any, tmp_path: Path) -> None:
     from distributed import Client
 
