@@ -51,11 +51,12 @@ def draw_in_process(spec: dict[str, Any]) -> str:
 
 def draw_svg(spec: dict[str, Any], timeout_s: float = TIMEOUT_S) -> str:
     """The SVG of a Vega-Lite spec: from the folder's renderer when this run has one, else drawn here."""
+    global _socket
     if _socket is not None:
         try:
             return _ask(_socket, spec, timeout_s)
         except Exception:  # noqa: BLE001 - whatever went wrong there, the chart is drawn here instead
-            pass
+            _socket = None  # and so are this run's next ones: at most one wait for a renderer that hangs
     return draw_in_process(spec)
 
 

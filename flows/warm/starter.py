@@ -235,6 +235,7 @@ class Starter:
         return None, False
 
     def _fork(self, conn: socket.socket, message: dict[str, Any], fds: list[int], judge: bool) -> int:
+        render_socket = str(self.render_path) if self.renderer in self.children else None
         pid = os.fork()
         if pid == 0:  # the child: never returns
             try:
@@ -243,10 +244,9 @@ class Starter:
 
                 if judge:
                     child.become_judge(message, fds)
-                if self.renderer in self.children:
-                    from flows.warm import renderer
+                from flows.warm import renderer
 
-                    renderer.use_socket(str(self.render_path))
+                renderer.use_socket(render_socket)
                 child.become_run(message, fds, str(self.path))
             except BaseException:  # noqa: BLE001 - a child must never fall back into the loop
                 traceback.print_exc()
