@@ -11,7 +11,7 @@ for tree in "$BASE" "$NEW"; do
   d="/tmp/warm-ab-$(basename "$tree")"; rm -rf "$d"; mkdir -p "$d"; cp "$NEW/datasets/demo.jsonl" "$d/"
   (cd "$d" && PREFECT_HOME="$d/ph" "$tree/.venv/bin/evalduck" run demo.jsonl --name demo >/dev/null 2>&1)
 done
-sleep 30  # the warm starter's imports
+sleep "${WARM_WAIT:-30}"  # the warm starter's imports (and its chart renderer's runtime start)
 grep -h "listening" "/tmp/warm-ab-$(basename "$NEW")/.evalduck/warm.log" || echo "no warm starter listening yet"
 for i in 1 2 3 4 5; do
   for tree in "$BASE" "$NEW"; do

@@ -2,7 +2,8 @@
 as SVG by vl-convert-python, at write time. The page carries no chart script (docs/architecture.md: why).
 
 vl-convert holds the GIL while it draws, and its first call in a process starts its JavaScript runtime
-(~1-3 s here); later calls take ~0.05-0.3 s. One call per chart kind, scorers as facets."""
+(~1-3 s here); later calls take ~0.05-0.3 s. One call per chart kind, scorers as facets. A run forked by the
+warm starter has them drawn by the folder's warm renderer instead (flows/warm/renderer.py)."""
 
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ def _spec(name: str) -> str:
 
 
 def _draw(name: str, values: list[dict[str, Any]]) -> str:
-    import vl_convert
+    """By the folder's warm renderer in a run the warm starter forked (no runtime start to pay), else here."""
+    from flows.warm.renderer import draw_svg
 
     spec = json.loads(_spec(name))
     spec["data"] = {"values": values}
-    return str(vl_convert.vegalite_to_svg(spec))
+    return draw_svg(spec)
 
 
 def run_label(run_id: str, started_at: Any) -> str:

@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 
 from flows.warm.wire import recv, send
 
-__all__ = ("active", "become_judge", "become_run", "refresh_prefect", "remember_settings", "start_judge_child")
+__all__ = ("active", "become_judge", "die_with_starter", "become_run", "refresh_prefect", "remember_settings", "start_judge_child")
 
 _PR_SET_PDEATHSIG = 1
 # The starter's socket, in a child forked for a run (None elsewhere: the Python API and in-process runs).
@@ -45,7 +45,7 @@ def active() -> bool:
     return _starter_socket is not None
 
 
-def _die_with_starter() -> None:
+def die_with_starter() -> None:
     parent = os.getppid()
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the starter died before the line above
@@ -110,7 +110,7 @@ def refresh_prefect() -> None:
 
 def become_run(message: dict[str, Any], fds: list[int], starter_socket: str) -> NoReturn:
     global _starter_socket
-    _die_with_starter()
+    die_with_starter()
     try:
         os.setpgid(0, 0)  # its own process group: the starter signals the run and its children together
     except OSError:
@@ -172,7 +172,7 @@ def _exit(code: int) -> NoReturn:
 
 def become_judge(message: dict[str, Any], fds: list[int]) -> NoReturn:
     """A judge child for a run (flows/judge_child.py's ``child_main`` on the socket it was sent)."""
-    _die_with_starter()
+    die_with_starter()
     conn_fd, *streams = fds
     devnull = os.open(os.devnull, os.O_RDONLY)
     _take_over(message, [devnull, *streams])

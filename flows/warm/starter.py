@@ -7,6 +7,9 @@ and one pidfd per child. A child is forked only from that single thread with not
 inherits no lock held by another thread. The user's code (a target module, custom scorers, the dataset) is
 never imported here: each child imports it itself, fresh.
 
+It also forks and keeps the folder's chart renderer (flows/warm/renderer.py), once its preloads are done and
+again before a run when the last one died: the runs it forks send their charts there.
+
 It refuses a request (the client then runs the command itself) from another interpreter or source tree,
 with different interpreter-start variables (PYTHONPATH...), or when evalduck's code or the installed
 packages changed since it started; in that last case it also exits, and the next run starts a new one.
@@ -92,6 +95,9 @@ class Starter:
         self.selector = selectors.DefaultSelector()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.children: dict[int, _Child] = {}
+        self.render_path = socket_path(state_dir, "render")
+        self.render_listener: socket.socket | None = None  # bound while there is a renderer to accept on it
+        self.renderer: int | None = None  # the renderer child's pid (alive while it is in ``children``)
 
     # --- set-up and the loop ---------------------------------------------------------------------------
 
@@ -120,6 +126,52 @@ class Starter:
     def close(self) -> None:
         _try(self.path.unlink, True)
         self.listener.close()
+        if self.renderer in self.children:
+            _try(os.kill, self.renderer, signal.SIGKILL)
+        self._drop_renderer_listener()
+
+    def _drop_renderer_listener(self) -> None:
+        """Closed with its renderer, so that a run asking then is refused at once (and draws itself) instead
+        of waiting in the backlog of a socket that nobody accepts on."""
+        if self.render_listener is not None:
+            self.render_listener.close()
+            self.render_listener = None
+            _try(self.render_path.unlink, True)
+
+    # --- the chart renderer ----------------------------------------------------------------------------
+
+    def ensure_renderer(self) -> None:
+        """A live renderer child; a failure to start one is logged, never a refused run (runs then draw
+        their charts themselves)."""
+        if self.renderer in self.children:
+            return
+        try:
+            if self.render_listener is None:
+                from flows.warm.renderer import bind
+
+                self.render_listener = bind(self.render_path)
+            pid = os.fork()
+        except OSError as exc:
+            _log(f"no chart renderer: {exc}")
+            return
+        if pid == 0:
+            try:
+                from flows.warm import child, renderer
+
+                child.die_with_starter()
+                for sig in (signal.SIGTERM, signal.SIGINT):  # not the starter's handlers: it ends as killed
+                    signal.signal(sig, signal.SIG_DFL)
+                self._forget_in_child(None)
+                renderer.serve(self.render_listener)
+            except BaseException:  # noqa: BLE001 - a child must never fall back into the loop
+                traceback.print_exc()
+            os._exit(70)
+        pidfd = os.pidfd_open(pid)
+        record = _Child(pid, pidfd, None)
+        self.children[pid] = record
+        self.renderer = pid
+        self.selector.register(pidfd, selectors.EVENT_READ, ("exited", record))
+        _log(f"forked the chart renderer {pid}")
 
     # --- requests --------------------------------------------------------------------------------------
 
@@ -168,6 +220,7 @@ class Starter:
             if outdated:
                 raise SystemExit(0)
             return
+        self.ensure_renderer()
         pid = self._fork(conn, message, fds, judge=False)
         _try(send, conn, {"started": pid})  # a client gone already: the loop sees its socket close
 
@@ -182,6 +235,7 @@ class Starter:
         return None, False
 
     def _fork(self, conn: socket.socket, message: dict[str, Any], fds: list[int], judge: bool) -> int:
+        render_socket = str(self.render_path) if self.renderer in self.children else None
         pid = os.fork()
         if pid == 0:  # the child: never returns
             try:
@@ -190,6 +244,9 @@ class Starter:
 
                 if judge:
                     child.become_judge(message, fds)
+                from flows.warm import renderer
+
+                renderer.use_socket(render_socket)
                 child.become_run(message, fds, str(self.path))
             except BaseException:  # noqa: BLE001 - a child must never fall back into the loop
                 traceback.print_exc()
@@ -208,15 +265,19 @@ class Starter:
             self.selector.register(conn, selectors.EVENT_READ, ("client", record))
         return pid
 
-    def _forget_in_child(self, keep: socket.socket) -> None:
-        """In a new child: close every descriptor of the starter's (listener, selector, other clients)."""
+    def _forget_in_child(self, keep: socket.socket | None) -> None:
+        """In a new child: close every descriptor of the starter's (listener, selector, other clients, the
+        request's socket ``keep``), but the renderer's listener in the renderer (``keep`` None)."""
         self.selector.close()
         self.listener.close()
         for other in self.children.values():
             _try(os.close, other.pidfd)
             if other.client is not None:
                 other.client.close()
-        keep.close()
+        if keep is not None:
+            keep.close()
+            if self.render_listener is not None:
+                self.render_listener.close()
         self.children.clear()
 
     # --- running children ------------------------------------------------------------------------------
@@ -240,6 +301,10 @@ class Starter:
         self.selector.unregister(record.pidfd)
         os.close(record.pidfd)
         self.children.pop(record.pid, None)
+        if record.pid == self.renderer:
+            _log(f"the chart renderer {record.pid} ended ({os.waitstatus_to_exitcode(status)}); a new one "
+                 "starts with the next run")
+            self._drop_renderer_listener()
         if record.client is not None:
             try:
                 send(record.client, {"exit": os.waitstatus_to_exitcode(status)})
@@ -307,6 +372,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    starter.ensure_renderer()  # it starts its JavaScript runtime while the starter waits for the first run
     starter.listen()
     _log(f"listening on {starter.path}")
     try:

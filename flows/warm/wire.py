@@ -43,13 +43,14 @@ _FROZEN_ENV = (
 _DEFAULTED = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
-def socket_path(state_dir: Path) -> Path:
-    """``<state dir>/warm.sock``, or a per-user temporary folder when that path is too long for a socket."""
-    path = state_dir / "warm.sock"
+def socket_path(state_dir: Path, name: str = "warm") -> Path:
+    """``<state dir>/<name>.sock`` (the starter's, or ``render`` for its chart renderer), or a per-user
+    temporary folder when that path is too long for a socket."""
+    path = state_dir / f"{name}.sock"
     if len(os.fsencode(path)) <= _SUN_PATH_MAX:
         return path
     digest = hashlib.sha256(os.fsencode(state_dir)).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"evalduck-{os.getuid()}" / f"{digest}.sock"
+    return Path(tempfile.gettempdir()) / f"evalduck-{os.getuid()}" / f"{digest}-{name}.sock"
 
 
 def recorded_socket(state_dir: Path) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -66,6 +67,11 @@ def warm(cwd: Path) -> int:
     return starter
 
 
+def renderer_pid(cwd: Path) -> int:
+    """The starter's current chart renderer (the last one its log names)."""
+    return int(re.findall(r"forked the chart renderer (\d+)", _log(cwd))[-1])
+
+
 def _log(cwd: Path) -> str:
     log = cwd / ".evalduck" / "warm.log"
     return log.read_text() if log.exists() else ""
@@ -99,6 +105,8 @@ def test_later_runs_fork_from_the_warm_starter_and_see_a_changed_target(folder: 
     assert record(cwd)["server_pid"] == server and "Started a local Prefect server" not in second.stderr  # reused
     assert f"{record(cwd)['ui_url']}/runs/flow-run/" in second.stdout
     assert "flow run: http" in second.stdout and "results in" in second.stdout  # the same output as in-process
+    child = where(cwd)[-1]["pid"]
+    assert f"drew a chart for pid {child}" in _log(cwd), "the run's charts came from the folder's renderer"
 
     write_target(cwd, "two")
     seen = len(where(cwd))
@@ -170,8 +178,10 @@ def test_a_stale_starter_record_is_replaced(folder: tuple[Path, dict[str, str]])
 def test_stop_ends_the_starter_and_leaves_nothing_of_ours(folder: tuple[Path, dict[str, str]]) -> None:
     cwd, env = folder
     warm(cwd)
+    renderer = renderer_pid(cwd)
+    assert renderer in ours(env)
     stopped = subprocess.run([CLI, "stop"], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
     assert stopped.returncode == 0 and "the warm starter (pid" in stopped.stdout, stopped.stdout + stopped.stderr
-    assert none_left(env) == []
+    assert none_left(env) == [] and renderer not in ours(env)
     assert not (cwd / ".evalduck" / "serve.json").exists()
-    assert not socket_path(cwd / ".evalduck").exists()
+    assert not socket_path(cwd / ".evalduck").exists() and not socket_path(cwd / ".evalduck", "render").exists()
