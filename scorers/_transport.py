@@ -367,11 +367,17 @@ class LiteLLMTransport:
         if response_format is not None:
             kwargs["response_format"] = response_format
         started = time.perf_counter()
+        failure: JudgeError | None = None
         try:
             # A backstop in case a provider path ignores `timeout`.
             response = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=settings.timeout + 5)
         except Exception as exc:  # noqa: BLE001 - every failure is classified, none is swallowed
-            raise _classify(exc, settings, label) from None
+            failure = _classify(exc, settings, label)
+        if failure is not None:
+            # Raised outside the handler, so litellm's exception is not its __context__: with tblib's pickling
+            # installed (distributed does it for every exception class defined when it is imported), the
+            # context is pickled too, and litellm's exceptions cannot be unpickled.
+            raise failure
         latency = time.perf_counter() - started
         usage = getattr(response, "usage", None)
         record = JudgeUsage(

@@ -163,6 +163,17 @@ class TestClassification:
             assert (type(copy), str(copy), copy.kind, copy.status) == (type(error), str(error), error.kind, error.status)
             assert getattr(copy, "retry_after", None) == getattr(error, "retry_after", None)
 
+    def test_errors_pickle_whole_where_tblib_pickles_exceptions(self, server: FakeOpenAIServer) -> None:
+        """distributed installs tblib's pickling for every exception class defined when it is imported, which also
+        pickles an exception's __context__; litellm's exceptions cannot be unpickled, so ours must not carry one."""
+        import tblib.pickling_support
+
+        for error in (failure(server, Reply.rate_limit(retry_after=3)), failure(server, Reply.http_error(404, "no"))):
+            tblib.pickling_support.install(error)
+            assert error.__context__ is None
+            copy = pickle.loads(pickle.dumps(error))
+            assert (type(copy), str(copy), copy.kind, copy.status) == (type(error), str(error), error.kind, error.status)
+
     def test_the_public_seam_exports_the_error_classes(self) -> None:
         for name in ("JudgeError", "JudgeErrorKind", "JudgeConfigError", "JudgeTransientError", "JudgeRequestError",
                      "InvalidJudgeAnswer"):
