@@ -19,13 +19,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
-from e2e_harness import REPO, PrefectApi, free_port, jsonl, short_interval_prefect_yaml, wait_for
+from e2e_harness import REPO, TERMINAL, PrefectApi, free_port, jsonl, short_interval_prefect_yaml, wait_for
 from pg_harness import postgres_server
 
 from flows.server.pool import deploy_all, ensure_work_pool, wait_worker_online
@@ -75,6 +76,27 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, obje
             stop_server(server.pid)
 
 
+def _alive(pid: int) -> bool:
+    """Running, not a zombie (an orphan's parent here may never reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _ended_or_orphaned(api: PrefectApi, flow_run_id: str, killed: float) -> str | None:
+    """The run's terminal state type, "ORPHANED" when nothing will ever report one, else None (still going)."""
+    run = api.get(f"/flow_runs/{flow_run_id}")
+    if run["state_type"] in TERMINAL:
+        return str(run["state_type"])
+    pid = run.get("infrastructure_pid")
+    if pid:
+        return None if _alive(int(str(pid).rsplit(":", 1)[-1])) else "ORPHANED"
+    # Pending with no process: its worker died between taking it and starting it (a live one takes ~1 s).
+    return "ORPHANED" if run["state_type"] == "PENDING" and time.monotonic() - killed > 60 else None
+
+
+@pytest.mark.timeout(1200)  # three runs, a kill, up to three reruns: minutes on a loaded 2-core CI machine
 def test_two_workers_two_runs_at_once_a_worker_killed_every_cell_once(cluster: dict[str, object]) -> None:
     api: PrefectApi = cluster["api"]  # type: ignore[assignment]
     root: Path = cluster["root"]  # type: ignore[assignment]
@@ -112,11 +134,18 @@ def test_two_workers_two_runs_at_once_a_worker_killed_every_cell_once(cluster: d
     os.kill(picked[0].pid, signal.SIGKILL)
     picked[0].wait(timeout=30)
 
-    # A flow run whose worker died crashes with it (its output went to the worker); the eval run it was
-    # writing is then resumed, as an operator would, by a new flow run with `resume`, on the surviving worker.
+    # A flow run whose worker died ends Crashed when its process, orphaned, next writes output; one whose process
+    # died before its engine reported anything (still importing when the worker went) stays Pending forever, as
+    # it would on a dead machine. The operator marks such a run Crashed (the UI's "Change state"), then resumes
+    # the eval run it was writing by a new flow run with `resume`, on the surviving worker.
+    killed = time.monotonic()
     flows = {"first": (first, "demo", {}), "second": (second, "nightly", {}), "third": (third, "smoke", DASK)}
     for name, (run, deployment, extra) in flows.items():
-        state = api.wait_terminal(run["id"], timeout=300)["state_type"]
+        state = wait_for(f"{name} to finish or be orphaned", lambda: _ended_or_orphaned(api, run["id"], killed),
+                         timeout=300, every=0.5)
+        if state == "ORPHANED":
+            api.post(f"/flow_runs/{run['id']}/set_state",
+                     {"state": {"type": "CRASHED", "message": "its worker was killed"}, "force": True})
         if state != "COMPLETED":
             # A flow run killed before its eval started stored nothing to resume: run it again.
             started = store.sql("SELECT count(*) FROM runs WHERE name = ?", [name]).rows[0][0]
