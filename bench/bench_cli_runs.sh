@@ -12,6 +12,8 @@ E="$REPO/.venv/bin/evalduck"
 PY="$REPO/.venv/bin/python"
 WORK="$(mktemp -d -t evalduck-bench-cli-XXXX)"
 cd "$WORK"
+# shellcheck source=bench/judge_workload.sh
+source "$REPO/bench/judge_workload.sh"
 cp "$REPO/datasets/demo.jsonl" .
 export PREFECT_HOME="$WORK/prefect-home" PREFECT_SERVER_ANALYTICS_ENABLED=false LITELLM_LOCAL_MODEL_COST_MAP=True
 export DO_NOT_TRACK=1 OPENAI_API_KEY=sk-fake-bench
@@ -19,20 +21,8 @@ unset CI EVALDUCK_EPHEMERAL PREFECT_API_URL
 trap '"$E" stop >/dev/null 2>&1 || true; kill "${JUDGE:-}" 2>/dev/null || true' EXIT
 for i in 1 2 3 4; do /usr/bin/time -f "demo run $i: %e s" "$E" run demo.jsonl --name demo >/dev/null 2>err.txt; tail -1 err.txt; done
 for i in 1 2; do EVALDUCK_EPHEMERAL=1 /usr/bin/time -f "demo, temporary server $i: %e s" "$E" run demo.jsonl --name demo >/dev/null 2>err.txt; tail -1 err.txt; done
-"$PY" -c "
-import json
-rows = [{'id': f'a{i}', 'input': f'How do I reset the password of account {i}?',
-         'output': f'Open the sign-in page of account {i} and click Forgot password. We email you a link.'} for i in range(200)]
-open('judge200.jsonl', 'w').write(''.join(json.dumps(r) + '\n' for r in rows))"
-"$PY" -c "
-import time
-from scorers.testing.fake_openai import FakeOpenAIServer
-with FakeOpenAIServer(latency=1.0) as s:
-    print(s.base_url, flush=True)
-    time.sleep(900)" >judge_url.txt &
-JUDGE=$!
-sleep 4
-URL="$(head -1 judge_url.txt)"
+write_judge200 "$PY" judge200.jsonl
+start_fake_judge "$PY" "$WORK"
 ARGS=(run judge200.jsonl -s answer-relevancy-scorer --judge-model openai/fake-judge --judge-api-base "$URL" --concurrency 16 --no-cache --name j)
 for i in 1 2 3; do /usr/bin/time -f "judge-bound run $i: %e s (floor 39 s)" "$E" "${ARGS[@]}" >/dev/null 2>err.txt; tail -1 err.txt; done
 EVALDUCK_EPHEMERAL=1 /usr/bin/time -f "judge-bound, temporary server: %e s" "$E" "${ARGS[@]}" >/dev/null 2>err.txt; tail -1 err.txt

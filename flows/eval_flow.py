@@ -30,7 +30,7 @@ from flows.prepare import Prepared, Rows, prepare_run
 from flows.redacting_flow import RedactingFlow, redacting_flow
 from flows.progress import current_sink
 from flows.report import EvalResult, Report, eval_result, publish_report
-from flows.runtime import local_mode_settings, run_scope
+from flows.runtime import heartbeat_settings, run_scope
 from flows.settings import apply_process_defaults
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult", "FailFast", "ScorerSpec")
@@ -114,7 +114,7 @@ class _EvalsFlow(RedactingFlow):
         if data is not None and not isinstance(data, (str, os.PathLike, Rows, Dataset)):
             bound.arguments["data"] = Rows(data)
         apply_process_defaults()
-        with reuse_recorded_server(), local_mode_settings():
+        with reuse_recorded_server() as folder_server, heartbeat_settings(own_server=folder_server is not None):
             return super().__call__(*bound.args, **bound.kwargs)
 
     def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """What one run changes in its process, owned by the run and handed back after it.
 
-- ``local_mode_settings``: around a flow call, no flow-run heartbeats in local mode;
+- ``heartbeat_settings``: around a flow call, no flow-run heartbeats on a server of evalduck's own;
 - ``run_scope``: around a run's body, Prefect's routine task-run lines filtered, the judge transport (a
   leased judge child process, or litellm here), the Dask cluster of runner 'dask', and the garbage
   collector frozen.
@@ -22,22 +22,30 @@ from scorers import JudgeTransport, LiteLLMTransport
 from flows.engine import RunPlan
 from flows.judge_process import leased_judge_process, litellm_settings_made_in_python
 
-__all__ = ("local_mode_settings", "quiet_task_run_info", "run_scope", "frozen_gc")
+__all__ = ("heartbeat_settings", "quiet_task_run_info", "run_scope", "frozen_gc")
+
+
+_HEARTBEAT_VARIABLES = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")
 
 
 @contextlib.contextmanager
-def local_mode_settings() -> Iterator[None]:
-    """Around a flow call: in local mode (no ``PREFECT_API_URL``), no flow-run heartbeats.
+def heartbeat_settings(own_server: bool = False) -> Iterator[None]:
+    """Around a flow call: no flow-run heartbeats in local mode (no ``PREFECT_API_URL``) or on a server evalduck
+    started itself (``own_server``: this folder's, or a run's temporary one), unless the user set Prefect's
+    heartbeat variable.
 
-    Heartbeats let a long-lived server mark a crashed run as such; local mode's temporary server ends with
-    this process, so they serve nothing there. And they cost every run: Prefect's heartbeat thread sleeps
-    in one-second steps and a sync flow joins it on exit (0.5 s per run on average, docs/benchmarks.md).
-    Against a server, heartbeats stay on."""
+    Heartbeats serve Prefect's zombie-flow automation, which marks a run whose heartbeats stop as crashed; the
+    servers evalduck starts have no automation, and a temporary one ends with this process. They cost every
+    run: Prefect's heartbeat thread sleeps in one-second steps and a sync flow joins it on exit (0.5 s per run
+    on average, docs/benchmarks.md). On a server the user names, heartbeats stay on."""
+    import os
+
     from prefect.context import SettingsContext
     from prefect.settings import get_current_settings
 
     settings = get_current_settings()
-    if settings.api.url or settings.flows.heartbeat_frequency is None:
+    asked = any(os.environ.get(name) for name in _HEARTBEAT_VARIABLES)
+    if (settings.api.url and not own_server) or asked or settings.flows.heartbeat_frequency is None:
         yield
         return
     quiet = settings.model_copy(update={"flows": settings.flows.model_copy(update={"heartbeat_frequency": None})})

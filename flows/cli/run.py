@@ -69,9 +69,10 @@ _PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt",
                    "target_timeout_s": "target_timeout", "judge_timeout_s": "judge_timeout"}
 
 
-def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tuple[str, bool]:
-    """The API URL of the server this run records to (see flows/local_server.py for the order), and
-    whether it outlives the run (so its flow run page is worth printing); says which in one line."""
+def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tuple[str, bool, bool]:
+    """The API URL of the server this run records to (see flows/local_server.py for the order), whether it
+    outlives the run (so its flow run page is worth printing) and whether evalduck started it (no heartbeats
+    there, flows/runtime.py); says which in one line."""
     from flows.local_server import (
         ephemeral,
         local_server,
@@ -83,17 +84,17 @@ def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tu
     configured = configured_api_url()
     if configured:
         err.print(literal("Prefect: server ", configured, " (PREFECT_API_URL)", style="dim"))
-        return configured, True
+        return configured, True, False
     try:
         if ephemeral(flag):
             err.print("[dim]Prefect: a temporary server for this run (--ephemeral, EVALDUCK_EPHEMERAL or CI)[/dim]")
-            return stack.enter_context(run_scoped_server()), False
+            return stack.enter_context(run_scoped_server()), False, True
         state = local_server(project_state_dir(), say=lambda line: err.print(literal(line, multiline=True)))
     except ServeError as exc:
         err.print(literal(("error:", "red"), " could not start a local Prefect server: ", str(exc), multiline=True))
         raise typer.Exit(1) from None
     err.print(literal("Prefect: server ", state.api_url, " (this folder's; UI at ", state.ui_url, ")", style="dim"))
-    return state.api_url, True
+    return state.api_url, True, True
 
 
 def _api(api_url: str) -> Any:
@@ -237,14 +238,15 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
     from flows.engine import FailFast, MisconfiguredRun
     from flows.eval_flow import run_eval_config
     from flows.progress import RichProgress, use_sink
-    from flows.runtime import local_mode_settings
+    from flows.runtime import heartbeat_settings
     from flows.store import StoreError, UnknownRunError
     from flows.targets import TargetError
 
     with contextlib.ExitStack() as stack:
-        api_url, lasting = _server_for_run(err, ephemeral, stack)
+        api_url, lasting, ours = _server_for_run(err, ephemeral, stack)
         try:
-            with use_sink(RichProgress(err)), _api(api_url), local_mode_settings(), sigterm_as_interrupt():
+            with (use_sink(RichProgress(err)), _api(api_url), heartbeat_settings(own_server=ours),
+                  sigterm_as_interrupt()):
                 return run_eval_config(config), api_url, lasting
         except KeyboardInterrupt as exc:  # the run recorded itself as cancelled and said how to resume
             raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None

@@ -158,18 +158,26 @@ def test_in_memory_rows_are_reported_not_sent() -> None:
     assert reported["on_item_complete"].startswith("<callable")
 
 
-def test_local_mode_runs_send_no_heartbeats_but_server_runs_do() -> None:
-    """Local mode's temporary server dies with the process, so heartbeats serve nothing there; a sync
-    flow joins Prefect's one-second-step heartbeat thread on exit (0-1 s per run)."""
+def test_heartbeats_only_on_a_server_the_user_names_or_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Heartbeats feed Prefect's zombie-flow automation, which servers evalduck starts do not have; a sync flow
+    joins Prefect's one-second-step heartbeat thread on exit (0-1 s per run)."""
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
-    from flows.runtime import local_mode_settings
+    from flows.runtime import heartbeat_settings
 
+    for name in ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY"):
+        monkeypatch.delenv(name, raising=False)
     default = get_current_settings().flows.heartbeat_frequency
-    with temporary_settings(updates={PREFECT_API_URL: None}), local_mode_settings():
+    url = "http://127.0.0.1:4200/api"
+    with temporary_settings(updates={PREFECT_API_URL: None}), heartbeat_settings():
         assert get_current_settings().flows.heartbeat_frequency is None
-    with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:4200/api"}), local_mode_settings():
+    with temporary_settings(updates={PREFECT_API_URL: url}), heartbeat_settings(own_server=True):
+        assert get_current_settings().flows.heartbeat_frequency is None
+    with temporary_settings(updates={PREFECT_API_URL: url}), heartbeat_settings():
         assert get_current_settings().flows.heartbeat_frequency == default == 180
+    monkeypatch.setenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "180")  # the user asked for them
+    with temporary_settings(updates={PREFECT_API_URL: url}), heartbeat_settings(own_server=True):
+        assert get_current_settings().flows.heartbeat_frequency == default
     assert get_current_settings().flows.heartbeat_frequency == default
 
 
