@@ -3,10 +3,12 @@
 The answer-relevancy scorer (3 judge requests per item, one after the other) over ``concurrency`` items
 (at least 32), against the fake judge (1 s latency; its threads in this process), ``refresh`` on (no cache
 hits). The figure is the sustained rate the judge saw: the requests that arrived in the middle 80% of the
-span from the first request to the last, divided by that window (the ramp-up and the tail excluded). Runners: ``local`` (the
-judge child process, the default) and ``dask:N``, a LocalCluster of N worker processes started before
-the timed runs (threads per worker for the largest concurrency), reached by its address. The runs
-alternate runner by runner for each concurrency, ``--repeat`` times.
+span from the first request to the last, divided by that window (the ramp-up and the tail excluded).
+Beside it, the CPU milliseconds per judge request of the Dask workers and of this process (the flow, the
+fake judge's threads, the Dask client): less sensitive to the machine's load than the rate. Runners:
+``local`` (the judge child process, the default) and ``dask:N``, a LocalCluster of N worker processes
+started before the timed runs (threads per worker for the largest concurrency), reached by its address.
+The runs alternate runner by runner for each concurrency, ``--repeat`` times.
 
 Usage: .venv/bin/python bench/bench_dask.py [--concurrency 16 64 256] [--runners local dask:1 dask:2 dask:4]
        [--repeat 1]
@@ -15,6 +17,7 @@ Usage: .venv/bin/python bench/bench_dask.py [--concurrency 16 64 256] [--runners
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import statistics
 import tempfile
@@ -32,20 +35,35 @@ def _rows(n: int, tag: str) -> list[dict[str, Any]]:
              "output": f"Open page {i}. Click Forgot password."} for i in range(n)]
 
 
+def _workers_cpu(address: str | None) -> float:
+    """CPU seconds used so far by the cluster's worker processes (0 without one)."""
+    if address is None:
+        return 0.0
+    from distributed import Client
+
+    with Client(address) as client:
+        return sum(client.run(time.process_time).values())
+
+
 def _one(runner: str, address: str | None, concurrency: int, server: Any, workdir: str, tag: str) -> float:
     from flows import run_evals
 
     items = max(32, concurrency)
     arrivals.clear()
+    cpu = _workers_cpu(address), time.process_time()
     extra: dict[str, Any] = {"runner": "dask", "dask_address": address} if address else {}
     run_evals(_rows(items, tag), scorers=[{"id": "answer-relevancy-scorer", "options": {
         "model": "openai/fake-judge", "api_base": server.base_url, "timeout": 120}}], concurrency=concurrency,
         db=os.path.join(workdir, "evals.duckdb"), cache_dir=os.path.join(workdir, "cache"), refresh=True, **extra)
+    spent = _workers_cpu(address) - cpu[0], time.process_time() - cpu[1]
+    cpu_ms[(runner, concurrency)].append(tuple(1000 * x / len(arrivals) for x in spent))
     first, last = arrivals[0], arrivals[-1]
     low, high = first + 0.1 * (last - first), last - 0.1 * (last - first)
     return sum(low <= t <= high for t in arrivals) / (high - low)
 
 
+# CPU ms per judge request (workers, this process: the flow, the fake judge's threads, the Dask client)
+cpu_ms: collections.defaultdict[tuple[str, int], list[tuple[float, float]]] = collections.defaultdict(list)
 arrivals: list[float] = []  # monotonic time of each judge request, recorded by the fake server's responder
 
 
@@ -95,9 +113,12 @@ def main() -> None:
         for cluster in clusters.values():
             cluster.close()
         server.stop()
-    print("\nrunner  concurrency  median req/s  (runs)")
+    print("\nrunner  concurrency  median req/s  (runs)  CPU ms per request: workers, this process (median)")
     for (runner, concurrency), rates in results.items():
-        print(f"{runner:7} {concurrency:11} {statistics.median(rates):12.1f}  ({', '.join(f'{r:.1f}' for r in rates)})")
+        spent = cpu_ms[(runner, concurrency)]
+        workers, here = (statistics.median(x[i] for x in spent) for i in (0, 1))
+        print(f"{runner:7} {concurrency:11} {statistics.median(rates):12.1f}  ({', '.join(f'{r:.1f}' for r in rates)})"
+              f"  {workers:6.1f} {here:6.1f}")
 
 
 if __name__ == "__main__":

@@ -67,7 +67,7 @@ class LocalDispatch:
 
 
 def threads_per_worker(concurrency: int, workers: int) -> int:
-    """A worker runs one task per thread (``run_task_run`` runs it with ``asyncio.run``), so a
+    """A worker runs one task per thread (each waits for its task run on the worker's loop), so a
     LocalCluster gets enough threads for the run's items in flight, plus one for code chunks."""
     return math.ceil(concurrency / workers) + 1
 

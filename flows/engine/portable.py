@@ -6,10 +6,13 @@ A scorer travels as its own pickle when it has one (cloudpickle sends closures b
 prebuilt spec (id and options, rebuilt by ``scorers.PREBUILT`` on the worker). Either way it is built once
 per worker process, keyed by a digest of what was sent.
 
-prefect-dask runs each async task with ``asyncio.run``, a new event loop per task run; litellm keeps
-state per loop (its logging worker's queue, its HTTP clients), which broke under that ("bound to a
-different event loop"), and a new loop per request would open a new connection each time. So a worker's
-judge and model requests go to one long-lived loop of the worker process (``worker_transport``).
+prefect-dask runs each async task with ``asyncio.run``, a new event loop per task run. That costs a task
+run twice: litellm keeps state per loop (its logging worker's queue, its HTTP clients: "bound to a different
+event loop", a new connection per request, and its clients closed at each loop's end), and Prefect's task
+engine builds a new API client per loop (two per task run, each with its own TLS context: ~75% of a worker's
+CPU per task run, measured). So a worker runs every task run it is sent on one long-lived event loop of
+its process (``WorkerLoop``), where its judge and model requests go too and where one Prefect client per
+API URL serves them all, as the flow's one client serves the local runner's task runs.
 
 A task run reaches a worker as ``run_task_run``: prefect-dask's own submit serialised the flow's whole
 Prefect context for every task (~0.1 s in the flow) and the worker rebuilt Prefect's settings from it for
@@ -26,7 +29,8 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 import cloudpickle
@@ -38,36 +42,65 @@ from flows.targets import Target
 
 if TYPE_CHECKING:
     from prefect import Task
-    from prefect.context import SettingsContext
+    from prefect.context import AsyncClientContext, SettingsContext, SyncClientContext
     from prefect.states import State
 
 __all__ = ("PortableScorer", "portable_scorer", "RemoteJudgeStep", "RemoteCodeStep", "RemoteTarget", "QuietTaskRuns",
-           "worker_transport", "RunContext", "run_task_run")
+           "WorkerLoop", "worker_loop", "RunContext", "run_task_run")
 
+T = TypeVar("T")
 _BUILT: dict[str, Scorer] = {}  # on a worker: digest -> the scorer, built once per process
 _LOCK = threading.Lock()  # a worker runs tasks on many threads
-_TRANSPORT: list[WorkerLoopTransport] = []  # on a worker: the one, started at its first request
+_LOOP: list[WorkerLoop] = []  # on a worker: the one, started at its first task run or request
 
 
-class WorkerLoopTransport:
-    """A ``JudgeTransport``: ``LiteLLMTransport`` on this process's one long-lived event loop (a daemon
-    thread), whichever task run's loop asks."""
+class WorkerLoop:
+    """This process's one long-lived event loop (a daemon thread) and what lives on it: litellm's transport
+    (a ``JudgeTransport``, whichever loop asks) and Prefect's clients per API URL for the task runs."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.inner = LiteLLMTransport()
-        threading.Thread(target=self.loop.run_forever, name="evalduck-worker-judge-loop", daemon=True).start()
+        self._clients: dict[str, tuple[AsyncClientContext, SyncClientContext]] = {}
+        self._clients_lock = asyncio.Lock()  # bound to the loop at its first use, on the loop
+        threading.Thread(target=self.loop.run_forever, name="evalduck-worker-loop", daemon=True).start()
 
     async def request(self, *args: Any, **kwargs: Any) -> tuple[str | None, JudgeUsage]:
+        if asyncio.get_running_loop() is self.loop:
+            return await self.inner.request(*args, **kwargs)
         future = asyncio.run_coroutine_threadsafe(self.inner.request(*args, **kwargs), self.loop)
         return await asyncio.wrap_future(future)
 
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """``coro`` on this loop, from a Dask worker's thread (which waits for it)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
-def worker_transport() -> WorkerLoopTransport:
+    async def clients(self) -> tuple[AsyncClientContext, SyncClientContext]:
+        """On the loop, under a task run's settings: the entered client contexts (the task engine's async
+        client; the sync one ``hydrated_context`` gives the flow run context) for their API URL, entered once
+        and kept for the process's life, as the flow keeps its own."""
+        from prefect.context import AsyncClientContext, SyncClientContext
+        from prefect.settings import get_current_settings
+
+        url = str(get_current_settings().api.url)
+        async with self._clients_lock:  # task runs arrive together: one pair each URL, not one each
+            found = self._clients.get(url)
+            if found is None:
+                tokens = AsyncClientContext.__var__.set(None), SyncClientContext.__var__.set(None)  # type: ignore[arg-type]
+                found = AsyncClientContext(), SyncClientContext()
+                await found[0].__aenter__()  # entering sets the variables in this task run's context only:
+                found[1].__enter__()  # each task run sets its own
+                AsyncClientContext.__var__.reset(tokens[0])
+                SyncClientContext.__var__.reset(tokens[1])
+                self._clients[url] = found
+        return found
+
+
+def worker_loop() -> WorkerLoop:
     with _LOCK:
-        if not _TRANSPORT:
-            _TRANSPORT.append(WorkerLoopTransport())
-        return _TRANSPORT[0]
+        if not _LOOP:
+            _LOOP.append(WorkerLoop())
+        return _LOOP[0]
 
 
 @dataclass(frozen=True)
@@ -143,7 +176,7 @@ class RemoteJudgeStep:
 
     async def __call__(self) -> StepOutput:
         step = self.scorer.step(self.step_name)
-        return await step.arun(self.ctx, transport=worker_transport())  # type: ignore[no-any-return]
+        return await step.arun(self.ctx, transport=worker_loop())  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -168,7 +201,7 @@ class RemoteTarget:
     item: DatasetItem
 
     async def __call__(self) -> dict[str, Any]:
-        return await self.target.acall(self.item, transport=worker_transport())
+        return await self.target.acall(self.item, transport=worker_loop())
 
 
 class RunContext:
@@ -198,14 +231,27 @@ class RunContext:
 
 def run_task_run(task: Task[..., Any], task_run_id: UUID, parameters: dict[str, Any], dependencies: dict[str, Any],
                  asset_context: dict[str, Any], run: RunContext) -> State[Any]:
-    """On a worker: the task run, as prefect-dask's submit runs it (``run_task_async`` in its own loop, the
-    flow's context), with the run's settings entered here instead of rebuilt from the context."""
+    """On a worker: the task run, as prefect-dask's submit runs it (``run_task_async`` with the flow's
+    context), on the worker's one loop with its Prefect client, and the run's settings entered here instead
+    of rebuilt from the context."""
+    from prefect.context import AsyncClientContext, SyncClientContext
     from prefect.task_engine import run_task_async
 
     context = {**run.serialized, "settings_context": {}, "asset_context": asset_context}
-    with run.settings():
-        return asyncio.run(run_task_async(task=task, task_run_id=task_run_id, parameters=parameters, wait_for=None,
-                                          return_type="state", dependencies=dependencies, context=context))
+    loop = worker_loop()
+
+    async def on_the_loop() -> State[Any]:
+        with run.settings():
+            async_client, sync_client = await loop.clients()
+            tokens = AsyncClientContext.__var__.set(async_client), SyncClientContext.__var__.set(sync_client)
+            try:
+                return await run_task_async(task=task, task_run_id=task_run_id, parameters=parameters, wait_for=None,
+                                            return_type="state", dependencies=dependencies, context=context)
+            finally:
+                SyncClientContext.__var__.reset(tokens[1])
+                AsyncClientContext.__var__.reset(tokens[0])
+
+    return loop.run(on_the_loop())
 
 
 class QuietTaskRuns(WorkerPlugin):  # type: ignore[misc]

@@ -173,6 +173,27 @@ def test_a_task_run_reaches_a_worker_with_the_run_context_sent_once_and_its_sett
     assert on_worker.settings().settings is first.settings
 
 
+def test_a_workers_task_runs_share_one_loop_and_one_prefect_client() -> None:
+    """A new loop per task run (prefect-dask's ``asyncio.run``) meant two new Prefect clients per task run,
+    each with its own TLS context: ~75% of a worker's CPU per judge request (docs/benchmarks.md)."""
+    import asyncio
+
+    from prefect import task
+    from prefect.context import AsyncClientContext, SyncClientContext, serialize_context
+
+    from flows.engine.portable import RunContext, run_task_run
+
+    @task(name="where")
+    async def where() -> tuple[int, int, int]:
+        return (id(asyncio.get_running_loop()), id(AsyncClientContext.get().client),  # type: ignore[union-attr]
+                id(SyncClientContext.get().client))  # type: ignore[union-attr]
+
+    run = RunContext(serialize_context())
+    seen = {run_task_run(where, uuid.uuid4(), {}, {}, {}, run).result() for _ in range(3)}
+    assert len(seen) == 1, seen
+    assert AsyncClientContext.get() is None or id(AsyncClientContext.get().client) not in next(iter(seen))  # not leaked here
+
+
 def test_a_worker_killed_mid_run_loses_only_its_cells_in_flight(cluster: Any, tmp_path: Path) -> None:
     from distributed import Client
 
