@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, StrictInt, field_validator
 
 from scorers._context import StepContext
-from scorers._scorer import Scorer, create_scorer
+from scorers._scorer import Scorer
 from scorers._step import JudgePrompt
 from scorers.prebuilt._declare import prebuilt
 from scorers.prebuilt._judged import (
@@ -25,6 +25,7 @@ from scorers.prebuilt._judged import (
     context_block,
     context_resolver,
     json_block,
+    judge_scorer,
     normalised,
     one_per_passage,
     reason_prompt,
@@ -125,7 +126,7 @@ def create_context_relevance_scorer(options: Mapping[str, Any] | None = None, **
         0.5
     """
     opts = parse_options(ContextRelevanceOptions, options, kwargs)
-    settings, scale, penalties = opts.judge_settings(), opts.scale, opts.penalties
+    scale, penalties = opts.scale, opts.penalties
     context = context_resolver(opts.context, SCORER_ID)
 
     def prompt(ctx: StepContext) -> str:
@@ -171,13 +172,13 @@ Reply with a JSON object {{"evaluations": [{{"context_index": 0, "contextPiece":
         return relevance_score(ctx.results.get("analyze") or {}, penalties, scale)
 
     keyed = {"context": opts.context}
-    return create_scorer(
+    return judge_scorer(
         SCORER_ID,
+        opts,
         version=VERSION,
         description="How relevant and how used the retrieved passages were, with penalties (LLM judge).",
         instructions=INSTRUCTIONS,
-        judge=settings,
-        options={"scale": scale, "context": opts.context, "penalties": penalties.model_dump(), **settings.public_dict()},
+        options={"scale": scale, "context": opts.context, "penalties": penalties.model_dump()},
         analyze=JudgePrompt(
             prompt=prompt, output_model=ContextEvaluations, check=one_per_passage(context, "evaluations"),
             shortcut=empty_context,
