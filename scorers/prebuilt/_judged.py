@@ -76,8 +76,7 @@ def context_block(passages: Sequence[str]) -> str:
 def context_resolver(
     option: list[str] | None, scorer_id: str, *, tool_results_fallback: bool = False
 ) -> Callable[[StepContext], list[str]]:
-    """The passages a step judges against: the run's, else the option's (``resolve_context``; NotScorable
-    without either)."""
+    """The passages a step judges against (``resolve_context``: SCORERS.md 0.1's context resolution)."""
     return lambda ctx: resolve_context(ctx.run, option, scorer_id, tool_results_fallback=tool_results_fallback)
 
 

@@ -1,6 +1,6 @@
 """Context precision (LLM judge), SCORERS.md 1.4: whether the useful passages were retrieved first.
 
-analyze (after resolving the context: the run's, else the option's) marks each passage useful (``yes``)
+analyze (after resolving the context: _passages.py) marks each passage useful (``yes``)
 for producing the output as an answer to the input; generate_score is their mean average precision
 (``average_precision``), scaled and rounded half up.
 """
@@ -74,8 +74,7 @@ def average_precision(verdicts: Sequence[Mapping[str, Any]]) -> float:
 def create_context_precision_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """Whether the passages useful for the output were retrieved first (mean average precision), by an LLM judge.
 
-    The context is the run's ``context`` when given (even []), else the option ``context``; without
-    either, the run is NotScorable.
+    Its context follows SCORERS.md 0.1's context resolution (the rule: ``scorers/prebuilt/_passages.py``).
 
     Args:
         options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.

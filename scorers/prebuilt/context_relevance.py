@@ -1,7 +1,7 @@
 """Context relevance (LLM judge), SCORERS.md 1.5: how useful the retrieved passages were, with penalties
 for relevant passages the output ignored and for information no passage gave.
 
-analyze (after resolving the context: the run's, else the option's) rates each passage's relevance (high,
+analyze (after resolving the context: _passages.py) rates each passage's relevance (high,
 medium, low, none) and whether the output used it, and lists the missing context; generate_score is
 ``relevance_score``. An empty context scores ``scale`` (the answer had no context to misuse).
 """
@@ -107,8 +107,7 @@ def relevance_score(analysis: Mapping[str, Any], penalties: Penalties, scale: fl
 def create_context_relevance_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How relevant and how used the retrieved passages were, with penalties, by an LLM judge.
 
-    The context is the run's ``context`` when given (even []), else the option ``context``; without
-    either, the run is NotScorable.
+    Its context follows SCORERS.md 0.1's context resolution (the rule: ``scorers/prebuilt/_passages.py``).
 
     Args:
         options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.
