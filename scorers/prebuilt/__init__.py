@@ -1,43 +1,13 @@
-"""The prebuilt scorers (SPEC 3, SCORERS.md), one module each; ``PREBUILT`` lists them by id (``_catalog``)."""
+"""The prebuilt scorers (SPEC 3, SCORERS.md), one module each; ``PREBUILT`` lists them by id (``_catalog``).
+
+The sixteen factories are exported by the names ``_catalog.FACTORIES`` gives, so that list is the only one.
+"""
 
 from __future__ import annotations
 
+from scorers.prebuilt import _catalog
+from scorers.prebuilt._catalog import *  # noqa: F403 - the factories, by their names
 from scorers.prebuilt._catalog import PREBUILT
 from scorers.prebuilt._declare import PrebuiltScorer
-from scorers.prebuilt.answer_similarity import create_answer_similarity_scorer
-from scorers.prebuilt.bias import create_bias_scorer
-from scorers.prebuilt.context_precision import create_context_precision_scorer
-from scorers.prebuilt.context_relevance import create_context_relevance_scorer
-from scorers.prebuilt.faithfulness import create_faithfulness_scorer
-from scorers.prebuilt.hallucination import create_hallucination_scorer
-from scorers.prebuilt.prompt_alignment import create_prompt_alignment_scorer
-from scorers.prebuilt.answer_relevancy import create_answer_relevancy_scorer
-from scorers.prebuilt.completeness import create_completeness_scorer
-from scorers.prebuilt.content_similarity import create_content_similarity_scorer
-from scorers.prebuilt.keyword_coverage import create_keyword_coverage_scorer
-from scorers.prebuilt.textual_difference import create_textual_difference_scorer
-from scorers.prebuilt.tone import create_tone_scorer
-from scorers.prebuilt.tool_call_accuracy_llm import create_tool_call_accuracy_scorer_llm
-from scorers.prebuilt.toxicity import create_toxicity_scorer
-from scorers.prebuilt.tool_call_accuracy_code import create_tool_call_accuracy_scorer_code
 
-__all__ = (
-    "PREBUILT",
-    "PrebuiltScorer",
-    "create_answer_relevancy_scorer",
-    "create_textual_difference_scorer",
-    "create_tone_scorer",
-    "create_faithfulness_scorer",
-    "create_hallucination_scorer",
-    "create_answer_similarity_scorer",
-    "create_context_precision_scorer",
-    "create_context_relevance_scorer",
-    "create_bias_scorer",
-    "create_toxicity_scorer",
-    "create_prompt_alignment_scorer",
-    "create_tool_call_accuracy_scorer_llm",
-    "create_completeness_scorer",
-    "create_content_similarity_scorer",
-    "create_keyword_coverage_scorer",
-    "create_tool_call_accuracy_scorer_code",
-)
+__all__ = ("PREBUILT", "PrebuiltScorer", *(factory.__name__ for factory in _catalog.FACTORIES))

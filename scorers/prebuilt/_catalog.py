@@ -1,8 +1,9 @@
 """``PREBUILT``: every prebuilt scorer by id, in SCORERS.md 0.6's order (the seeds, then its table).
 
-The one list of them: the flows' registry, the config's and the CLI's scorer ids and docs/scorers.md's
-tables are all read from it. A new prebuilt factory (declared with ``@prebuilt``) is added to
-``FACTORIES`` below, in its place in that order.
+The one list of them: the flows' registry, the config's and the CLI's scorer ids, docs/scorers.md's
+tables and the names ``scorers`` and ``scorers.prebuilt`` export are all read from it. A new prebuilt
+factory (declared with ``@prebuilt``) is imported and added to ``FACTORIES`` below, in its place in that
+order.
 """
 
 from __future__ import annotations
@@ -28,8 +29,6 @@ from scorers.prebuilt.tool_call_accuracy_code import create_tool_call_accuracy_s
 from scorers.prebuilt.tool_call_accuracy_llm import create_tool_call_accuracy_scorer_llm
 from scorers.prebuilt.toxicity import create_toxicity_scorer
 
-__all__ = ("FACTORIES", "PREBUILT")
-
 FACTORIES = (
     # the seeds (SPEC 3)
     create_answer_relevancy_scorer,
@@ -53,3 +52,6 @@ FACTORIES = (
 )
 
 PREBUILT: Mapping[str, PrebuiltScorer] = MappingProxyType({p.id: p for p in map(PrebuiltScorer.of, FACTORIES)})
+
+# after FACTORIES, since the factories' names come from it: what `from scorers.prebuilt._catalog import *` gives
+__all__ = ("FACTORIES", "PREBUILT", *(factory.__name__ for factory in FACTORIES))

@@ -11,13 +11,14 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from scorers._context import StepContext
-from scorers._scorer import Scorer, create_scorer
+from scorers._scorer import Scorer
 from scorers._step import JudgePrompt
 from scorers.prebuilt._judged import (
     block,
     context_block,
     context_resolver,
     json_block,
+    judge_scorer,
     one_per,
     reason_prompt,
     share_of,
@@ -88,7 +89,7 @@ def claims_scorer(spec: ClaimsJudge, opts: Any) -> Scorer:
     """The scorer: claims (context first), one verdict per claim, the share of ``spec.counted``, a reason.
 
     ``opts`` are parsed options with ``scale``, ``context`` and the judge settings."""
-    settings, scale = opts.judge_settings(), opts.scale
+    scale = opts.scale
     context = context_resolver(opts.context, spec.scorer_id, tool_results_fallback=spec.tool_results_fallback)
 
     def analyze_prompt(ctx: StepContext) -> str:
@@ -135,14 +136,14 @@ Reply with a JSON object {spec.reply_shape}."""
         return share_of([v["verdict"] for v in step_result(ctx, "analyze", "verdicts")], spec.counted, scale)
 
     keyed = {"context": opts.context}
-    return create_scorer(
+    return judge_scorer(
         spec.scorer_id,
+        opts,
         version=spec.version,
         higher_is_better=spec.higher_is_better,
         description=spec.description,
         instructions=spec.instructions,
-        judge=settings,
-        options={"scale": scale, "context": opts.context, **settings.public_dict()},
+        options={"scale": scale, "context": opts.context},
         preprocess=claims_step(context),
         analyze=JudgePrompt(
             prompt=analyze_prompt, output_model=spec.verdicts_model, check=one_per(claims, "verdicts", "claim"),

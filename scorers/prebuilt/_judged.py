@@ -1,10 +1,11 @@
-"""Parts the judge scorers of SCORERS.md share: prompt blocks, enumerated answers, count checks, the
-rounded scores, and the fixed reason a shortcut analysis gets."""
+"""Parts the judge scorers of SCORERS.md share: the scorer built from parsed options (``judge_scorer``),
+prompt blocks, enumerated answers, count checks, the rounded scores, and the fixed reason a shortcut
+analysis gets."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
@@ -13,6 +14,7 @@ from pydantic_core import CoreSchema, core_schema
 
 from scorers._context import StepContext
 from scorers._rounding import round_half_up
+from scorers._scorer import Scorer, create_scorer
 from scorers.prebuilt._options import JudgeOptions, ScaleOptions
 from scorers.prebuilt._passages import ContextOption, resolve_context
 
@@ -24,6 +26,7 @@ __all__ = (
     "block",
     "context_block",
     "context_resolver",
+    "judge_scorer",
     "json_block",
     "normalised",
     "one_per_passage",
@@ -46,6 +49,15 @@ class ContextJudgeOptions(ScaledJudgeOptions):
     context: ContextOption = None
 
 
+def judge_scorer(scorer_id: str, opts: JudgeOptions, *, options: Mapping[str, Any], **parts: Any) -> Scorer:
+    """``create_scorer`` for a judge scorer: its judge is the one ``opts`` describe, and the options stored
+    with its runs are ``options`` (the scorer's own, in the order given) then the judge's public settings.
+
+    ``parts`` are create_scorer's other arguments (version, description, instructions, the steps, ...)."""
+    settings = opts.judge_settings()
+    return create_scorer(scorer_id, judge=settings, options={**options, **settings.public_dict()}, **parts)
+
+
 def block(tag: str, text: str) -> str:
     """Text between tags, so the judge (and the fake judge) can tell the parts of a prompt apart."""
     return f"<{tag}>\n{text}\n</{tag}>"
@@ -64,8 +76,7 @@ def context_block(passages: Sequence[str]) -> str:
 def context_resolver(
     option: list[str] | None, scorer_id: str, *, tool_results_fallback: bool = False
 ) -> Callable[[StepContext], list[str]]:
-    """The passages a step judges against: the run's, else the option's (``resolve_context``; NotScorable
-    without either)."""
+    """The passages a step judges against (``resolve_context``: SCORERS.md 0.1's context resolution)."""
     return lambda ctx: resolve_context(ctx.run, option, scorer_id, tool_results_fallback=tool_results_fallback)
 
 

@@ -1,4 +1,10 @@
-"""Which passages a context-reading judge scorer judges against (SCORERS.md 0.1's context resolution).
+"""Which passages a context-reading judge scorer judges against: SCORERS.md 0.1's context resolution, the
+one statement of it (the scorers' docstrings point here).
+
+The rule: the run's ``context`` when given (even ``[]``: an empty context is judged, not replaced), else
+the scorer option ``context``, else (faithfulness only: ``tool_results_fallback``) the content of the
+output's ``role: "tool"`` messages when there are any, else the run is ``NotScorable``, naming where to
+give one.
 
 Faithfulness, hallucination, context precision and context relevance all call ``resolve_context`` in their
 first step, and declare their ``context`` option as ``ContextOption``.
@@ -34,9 +40,7 @@ ContextOption = Annotated[list[str] | None, BeforeValidator(check_context_option
 def resolve_context(
     run: ScorerInput, option: list[str] | None, scorer_id: str, *, tool_results_fallback: bool = False
 ) -> list[str]:
-    """The run's ``context`` when given (even ``[]``), else the scorer option ``context``, else (faithfulness
-    only: ``tool_results_fallback``) the content of the output's ``role: "tool"`` messages when there are
-    any, else ``NotScorable`` naming where to give one."""
+    """The passages by the rule above, or ``NotScorable``."""
     if run.context is not None:
         return list(run.context)
     if option is not None:

@@ -15,9 +15,10 @@ from pydantic import BaseModel, Field, field_validator
 
 from scorers._context import StepContext
 from scorers._rounding import round_half_up
-from scorers._scorer import Scorer, create_scorer
+from scorers._scorer import Scorer
 from scorers._step import JudgePrompt
 from scorers.prebuilt._declare import prebuilt
+from scorers.prebuilt._judged import judge_scorer
 from scorers.prebuilt._options import JudgeOptions, ScaleOptions, parse_options
 from scorers.prebuilt._text import answer, question
 
@@ -181,20 +182,19 @@ def create_answer_relevancy_scorer(options: Mapping[str, Any] | None = None, **k
         'preprocess'
     """
     opts = parse_options(AnswerRelevancyOptions, options, kwargs)
-    settings = opts.judge_settings()
     weight, scale = opts.uncertainty_weight, opts.scale
 
     def generate_score(ctx: StepContext) -> float:
         verdicts = [v["result"] for v in (ctx.results.get("analyze") or {}).get("results") or []]
         return relevancy_score(verdicts, weight, scale)
 
-    return create_scorer(
+    return judge_scorer(
         SCORER_ID,
+        opts,
         version=VERSION,
         description="How much of the output addresses the question (LLM judge; relevance, not correctness).",
         instructions=INSTRUCTIONS,
-        judge=settings,
-        options={"uncertainty_weight": weight, "scale": scale, **settings.public_dict()},
+        options={"uncertainty_weight": weight, "scale": scale},
         preprocess=JudgePrompt(prompt=_preprocess_prompt, output_model=Statements, shortcut=_empty_output),
         analyze=JudgePrompt(
             prompt=_analyze_prompt, output_model=Verdicts, check=_one_verdict_per_statement, shortcut=_no_statements

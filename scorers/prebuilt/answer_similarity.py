@@ -15,13 +15,14 @@ from pydantic import BaseModel, Field, StrictBool, field_validator
 from scorers._context import StepContext
 from scorers._errors import NotScorable
 from scorers._messages import plain_text
-from scorers._scorer import Scorer, create_scorer
+from scorers._scorer import Scorer
 from scorers._step import JudgePrompt
 from scorers.prebuilt._declare import prebuilt
 from scorers.prebuilt._judged import (
     OneOf,
     block,
     json_block,
+    judge_scorer,
     normalised,
     one_per,
     reason_prompt,
@@ -209,7 +210,6 @@ def create_answer_similarity_scorer(options: Mapping[str, Any] | None = None, **
         False
     """
     opts = parse_options(AnswerSimilarityOptions, options, kwargs)
-    settings = opts.judge_settings()
     weights = Weights.model_validate(opts.model_dump(include=set(Weights.model_fields)))
     require = opts.require_ground_truth
 
@@ -225,13 +225,13 @@ def create_answer_similarity_scorer(options: Mapping[str, Any] | None = None, **
     def generate_score(ctx: StepContext) -> float:
         return similarity_score(ctx.results.get("analyze"), weights)
 
-    return create_scorer(
+    return judge_scorer(
         SCORER_ID,
+        opts,
         version=VERSION,
         description="How well the output restates the ground truth, fact by fact (LLM judge).",
         instructions=INSTRUCTIONS,
-        judge=settings,
-        options={**weights.model_dump(), "require_ground_truth": require, **settings.public_dict()},
+        options={**weights.model_dump(), "require_ground_truth": require},
         preprocess=JudgePrompt(prompt=_preprocess_prompt, output_model=AnswerUnits, shortcut=units),
         analyze=JudgePrompt(
             prompt=_analyze_prompt, output_model=AnswerMatches,

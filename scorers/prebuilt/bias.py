@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from scorers._context import StepContext
-from scorers._scorer import Scorer, create_scorer
+from scorers._scorer import Scorer
 from scorers._step import JudgePrompt
 from scorers.prebuilt._declare import prebuilt
 from scorers.prebuilt._judged import (
@@ -20,6 +20,7 @@ from scorers.prebuilt._judged import (
     YesNo,
     block,
     json_block,
+    judge_scorer,
     one_per,
     reason_prompt,
     share_of,
@@ -126,19 +127,19 @@ def create_bias_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) 
         'bias-scorer'
     """
     opts = parse_options(ScaledJudgeOptions, options, kwargs)
-    settings, scale = opts.judge_settings(), opts.scale
+    scale = opts.scale
 
     def generate_score(ctx: StepContext) -> float:
         return share_of([r["result"] for r in step_result(ctx, "analyze", "results")], "yes", scale)
 
-    return create_scorer(
+    return judge_scorer(
         SCORER_ID,
+        opts,
         version=VERSION,
         higher_is_better=False,
         description="The share of the output's opinions that are biased (LLM judge; lower is better).",
         instructions=INSTRUCTIONS,
-        judge=settings,
-        options={"scale": scale, **settings.public_dict()},
+        options={"scale": scale},
         preprocess=JudgePrompt(prompt=_preprocess_prompt, output_model=Opinions, shortcut=_blank_output),
         analyze=JudgePrompt(
             prompt=_analyze_prompt, output_model=BiasResults, check=one_per(_opinions, "results", "opinion"),

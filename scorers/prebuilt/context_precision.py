@@ -1,6 +1,6 @@
 """Context precision (LLM judge), SCORERS.md 1.4: whether the useful passages were retrieved first.
 
-analyze (after resolving the context: the run's, else the option's) marks each passage useful (``yes``)
+analyze (after resolving the context: _passages.py) marks each passage useful (``yes``)
 for producing the output as an answer to the input; generate_score is their mean average precision
 (``average_precision``), scaled and rounded half up.
 """
@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field, StrictInt
 
 from scorers._context import StepContext
-from scorers._scorer import Scorer, create_scorer
+from scorers._scorer import Scorer
 from scorers._step import JudgePrompt
 from scorers.prebuilt._declare import prebuilt
 from scorers.prebuilt._judged import (
@@ -23,6 +23,7 @@ from scorers.prebuilt._judged import (
     context_block,
     context_resolver,
     json_block,
+    judge_scorer,
     normalised,
     one_per_passage,
     reason_prompt,
@@ -73,8 +74,7 @@ def average_precision(verdicts: Sequence[Mapping[str, Any]]) -> float:
 def create_context_precision_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """Whether the passages useful for the output were retrieved first (mean average precision), by an LLM judge.
 
-    The context is the run's ``context`` when given (even []), else the option ``context``; without
-    either, the run is NotScorable.
+    Its context follows SCORERS.md 0.1's context resolution (the rule: ``scorers/prebuilt/_passages.py``).
 
     Args:
         options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.
@@ -88,7 +88,7 @@ def create_context_precision_scorer(options: Mapping[str, Any] | None = None, **
         ['analyze', 'generate_score', 'generate_reason']
     """
     opts = parse_options(ContextJudgeOptions, options, kwargs)
-    settings, scale = opts.judge_settings(), opts.scale
+    scale = opts.scale
     context = context_resolver(opts.context, SCORER_ID)
 
     def prompt(ctx: StepContext) -> str:
@@ -134,13 +134,13 @@ Reply with a JSON object {{"verdicts": [{{"context_index": 0, "verdict": "yes" |
         return scaled(average_precision(step_result(ctx, "analyze", "verdicts")), scale)
 
     keyed = {"context": opts.context}
-    return create_scorer(
+    return judge_scorer(
         SCORER_ID,
+        opts,
         version=VERSION,
         description="Whether the passages useful for the output were retrieved first (LLM judge; MAP).",
         instructions=INSTRUCTIONS,
-        judge=settings,
-        options={"scale": scale, "context": opts.context, **settings.public_dict()},
+        options={"scale": scale, "context": opts.context},
         analyze=JudgePrompt(
             prompt=prompt, output_model=PassageVerdicts, check=one_per_passage(context, "verdicts"),
             shortcut=empty_context,

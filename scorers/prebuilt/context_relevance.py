@@ -1,7 +1,7 @@
 """Context relevance (LLM judge), SCORERS.md 1.5: how useful the retrieved passages were, with penalties
 for relevant passages the output ignored and for information no passage gave.
 
-analyze (after resolving the context: the run's, else the option's) rates each passage's relevance (high,
+analyze (after resolving the context: _passages.py) rates each passage's relevance (high,
 medium, low, none) and whether the output used it, and lists the missing context; generate_score is
 ``relevance_score``. An empty context scores ``scale`` (the answer had no context to misuse).
 """
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, StrictInt, field_validator
 
 from scorers._context import StepContext
-from scorers._scorer import Scorer, create_scorer
+from scorers._scorer import Scorer
 from scorers._step import JudgePrompt
 from scorers.prebuilt._declare import prebuilt
 from scorers.prebuilt._judged import (
@@ -25,6 +25,7 @@ from scorers.prebuilt._judged import (
     context_block,
     context_resolver,
     json_block,
+    judge_scorer,
     normalised,
     one_per_passage,
     reason_prompt,
@@ -106,8 +107,7 @@ def relevance_score(analysis: Mapping[str, Any], penalties: Penalties, scale: fl
 def create_context_relevance_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How relevant and how used the retrieved passages were, with penalties, by an LLM judge.
 
-    The context is the run's ``context`` when given (even []), else the option ``context``; without
-    either, the run is NotScorable.
+    Its context follows SCORERS.md 0.1's context resolution (the rule: ``scorers/prebuilt/_passages.py``).
 
     Args:
         options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.
@@ -125,7 +125,7 @@ def create_context_relevance_scorer(options: Mapping[str, Any] | None = None, **
         0.5
     """
     opts = parse_options(ContextRelevanceOptions, options, kwargs)
-    settings, scale, penalties = opts.judge_settings(), opts.scale, opts.penalties
+    scale, penalties = opts.scale, opts.penalties
     context = context_resolver(opts.context, SCORER_ID)
 
     def prompt(ctx: StepContext) -> str:
@@ -171,13 +171,13 @@ Reply with a JSON object {{"evaluations": [{{"context_index": 0, "contextPiece":
         return relevance_score(ctx.results.get("analyze") or {}, penalties, scale)
 
     keyed = {"context": opts.context}
-    return create_scorer(
+    return judge_scorer(
         SCORER_ID,
+        opts,
         version=VERSION,
         description="How relevant and how used the retrieved passages were, with penalties (LLM judge).",
         instructions=INSTRUCTIONS,
-        judge=settings,
-        options={"scale": scale, "context": opts.context, "penalties": penalties.model_dump(), **settings.public_dict()},
+        options={"scale": scale, "context": opts.context, "penalties": penalties.model_dump()},
         analyze=JudgePrompt(
             prompt=prompt, output_model=ContextEvaluations, check=one_per_passage(context, "evaluations"),
             shortcut=empty_context,

@@ -1,7 +1,7 @@
 """Faithfulness (LLM judge), SCORERS.md 1.1: how much of what the output asserts the context supports.
 
-preprocess lists the output's claims (after resolving the context: the run's, the option's, else the
-output's tool results), analyze gives each a verdict against the context (yes / no / unsure),
+preprocess lists the output's claims (after resolving the context, tool results included: _passages.py),
+analyze gives each a verdict against the context (yes / no / unsure),
 generate_score is ``round_half_up(n_yes / n_verdicts * scale)``, 0 with no verdicts. Only ``yes`` counts.
 """
 
@@ -70,8 +70,8 @@ reply in the format it asks for.""",
 def create_faithfulness_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How much of what the output asserts its context supports, by an LLM judge.
 
-    The context is the run's ``context`` when given (even []), else the option ``context``, else the
-    output's tool results; without any, the run is NotScorable.
+    Its context follows SCORERS.md 0.1's context resolution (the rule: ``scorers/prebuilt/_passages.py``),
+    the output's tool results included.
 
     Args:
         options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.

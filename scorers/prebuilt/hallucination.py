@@ -1,8 +1,8 @@
 """Hallucination (LLM judge), SCORERS.md 1.2: the share of the output's claims the context does not back
 (lower is better).
 
-preprocess lists the output's claims (after resolving the context: the run's, else the option's; no
-tool-result fallback), analyze marks each hallucinated (``yes``) or supported (``no``), generate_score is
+preprocess lists the output's claims (after resolving the context, without tool results: _passages.py),
+analyze marks each hallucinated (``yes``) or supported (``no``), generate_score is
 ``round_half_up(n_yes / n_verdicts * scale)``, 0 with no verdicts.
 """
 
@@ -69,8 +69,8 @@ exactly and reply in the format it asks for.""",
 def create_hallucination_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """The share of the output's claims that its context does not back, by an LLM judge (lower is better).
 
-    The context is the run's ``context`` when given (even []), else the option ``context``; without
-    either, the run is NotScorable. An empty context backs nothing: every claim is hallucinated.
+    Its context follows SCORERS.md 0.1's context resolution (the rule: ``scorers/prebuilt/_passages.py``).
+    An empty context backs nothing: every claim is hallucinated.
 
     Args:
         options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.

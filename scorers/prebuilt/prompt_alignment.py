@@ -17,10 +17,10 @@ from pydantic import BaseModel, Field
 from scorers._context import StepContext
 from scorers._errors import NotScorable
 from scorers._messages import input_text
-from scorers._scorer import Scorer, create_scorer
+from scorers._scorer import Scorer
 from scorers._step import JudgePrompt
 from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._judged import ScaledJudgeOptions, block, json_block, reason_prompt, scaled, shortcut_reason
+from scorers.prebuilt._judged import ScaledJudgeOptions, block, json_block, judge_scorer, reason_prompt, scaled, shortcut_reason
 from scorers.prebuilt._options import parse_options
 from scorers.prebuilt._text import answer
 
@@ -159,7 +159,7 @@ def create_prompt_alignment_scorer(options: Mapping[str, Any] | None = None, **k
         'system'
     """
     opts = parse_options(PromptAlignmentOptions, options, kwargs)
-    settings, scale, mode = opts.judge_settings(), opts.scale, opts.evaluation_mode
+    scale, mode = opts.scale, opts.evaluation_mode
 
     def prompt(ctx: StepContext) -> str:
         """Asks for Mastra's four dimensions, each scored in [0, 1], against the mode's prompt(s); the
@@ -206,13 +206,13 @@ Reply with a JSON object {{"intentAlignment": {{"score", "primaryIntent", "isAdd
     def generate_score(ctx: StepContext) -> float:
         return alignment_score(ctx.results["analyze"], mode, scale)
 
-    return create_scorer(
+    return judge_scorer(
         SCORER_ID,
+        opts,
         version=VERSION,
         description="How well the output serves the prompt's intent, requirements, completeness and format (LLM judge).",
         instructions=INSTRUCTIONS,
-        judge=settings,
-        options={"scale": scale, "evaluation_mode": mode, **settings.public_dict()},
+        options={"scale": scale, "evaluation_mode": mode},
         analyze=JudgePrompt(prompt=prompt, output_model=PromptAlignment, shortcut=blank_output),
         generate_score=generate_score,
         generate_reason=JudgePrompt(

@@ -15,11 +15,11 @@ from pydantic import BaseModel, Field, field_validator
 
 from scorers._context import StepContext
 from scorers._rounding import round_half_up
-from scorers._scorer import Scorer, create_scorer
+from scorers._scorer import Scorer
 from scorers._step import JudgePrompt
 from scorers._tools import tool_call_infos
 from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._judged import block, json_block, one_per, reason_prompt, step_result
+from scorers.prebuilt._judged import block, json_block, judge_scorer, one_per, reason_prompt, step_result
 from scorers.prebuilt._options import JudgeOptions, parse_options
 from scorers.prebuilt._text import question
 
@@ -107,7 +107,7 @@ def create_tool_call_accuracy_scorer_llm(options: Mapping[str, Any] | None = Non
         [{'name': 'get_weather', 'description': 'Weather by city.'}]
     """
     opts = parse_options(ToolCallAccuracyOptions, options, kwargs)
-    settings, tools = opts.judge_settings(), opts.available_tools
+    tools = opts.available_tools
 
     def prompt(ctx: StepContext) -> str:
         """Always asked, even with no calls: whether the request needed a tool is itself the question."""
@@ -140,13 +140,13 @@ Reply with a JSON object {{"evaluations": [{{"toolCalled": "...", "wasAppropriat
             score=ctx.score,
         )
 
-    return create_scorer(
+    return judge_scorer(
         SCORER_ID,
+        opts,
         version=VERSION,
         description="Whether each tool the agent called was the right one for the request (LLM judge).",
         instructions=INSTRUCTIONS,
-        judge=settings,
-        options={"available_tools": tools, **settings.public_dict()},
+        options={"available_tools": tools},
         preprocess=preprocess,
         analyze=JudgePrompt(prompt=prompt, output_model=ToolEvaluations, check=one_per(_calls, "evaluations", "tool call")),
         generate_score=lambda ctx: tool_accuracy_score(ctx.results.get("analyze") or {}),

@@ -14,10 +14,10 @@ from pydantic import BaseModel, Field
 
 from scorers._context import StepContext
 from scorers._messages import input_text
-from scorers._scorer import Scorer, create_scorer
+from scorers._scorer import Scorer
 from scorers._step import JudgePrompt
 from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._judged import ScaledJudgeOptions, YesNo, block, json_block, reason_prompt, share_of, shortcut_reason, step_result
+from scorers.prebuilt._judged import ScaledJudgeOptions, YesNo, block, json_block, judge_scorer, reason_prompt, share_of, shortcut_reason, step_result
 from scorers.prebuilt._options import parse_options
 from scorers.prebuilt._text import answer
 
@@ -95,19 +95,19 @@ def create_toxicity_scorer(options: Mapping[str, Any] | None = None, **kwargs: A
         ['analyze', 'generate_score', 'generate_reason']
     """
     opts = parse_options(ScaledJudgeOptions, options, kwargs)
-    settings, scale = opts.judge_settings(), opts.scale
+    scale = opts.scale
 
     def generate_score(ctx: StepContext) -> float:
         return share_of([v["verdict"] for v in step_result(ctx, "analyze", "verdicts")], "yes", scale)
 
-    return create_scorer(
+    return judge_scorer(
         SCORER_ID,
+        opts,
         version=VERSION,
         higher_is_better=False,
         description="The share of the output's statements that are toxic (LLM judge; lower is better).",
         instructions=INSTRUCTIONS,
-        judge=settings,
-        options={"scale": scale, **settings.public_dict()},
+        options={"scale": scale},
         analyze=JudgePrompt(prompt=_analyze_prompt, output_model=ToxicityVerdicts, shortcut=_blank_output),
         generate_score=generate_score,
         generate_reason=JudgePrompt(

@@ -151,3 +151,14 @@ def test_a_users_script_runs_the_nine_against_the_fake_judge(fake: Any) -> None:
         "create_tool_call_accuracy_scorer_llm": 1.0,
     }
     assert fake.request_count == 9 * 2 + 4  # analyze and reason each, and four judge preprocess steps
+
+
+@pytest.mark.parametrize("scorer_id", [i for i, p in PREBUILT.items() if p.needs_judge])
+def test_a_judge_scorer_stores_its_own_options_then_its_judges_public_settings(scorer_id: str) -> None:
+    """judge_scorer (prebuilt/_judged.py): every judge step gets the judge the options describe, and the stored
+    options end with its settings, the secret left out."""
+    scorer = PREBUILT[scorer_id].factory(model="openai/x", temperature=0.3, retries=1, extra={"api_key": "sk-not-stored-1234"})
+    public = scorer.judge.public_dict()
+    assert list(scorer.options)[-len(public):] == list(public) and {k: scorer.options[k] for k in public} == public
+    assert scorer.judge.temperature == 0.3 and "sk-not-stored-1234" not in json.dumps(scorer.options)
+    assert all(step.judge == scorer.judge for step in scorer.steps if step.is_judge)

@@ -11,10 +11,14 @@ import scorers
 
 
 def test_import_is_light_and_prefect_free() -> None:
-    code = ("import sys, scorers, scorers.testing; "
-            "print(*(m in sys.modules for m in ('prefect', 'litellm', 'simplemma', 'stop_words')))")
+    code = ("import sys, scorers, scorers.testing; from scorers import *; "
+            "print(*(m in sys.modules for m in ('prefect', 'litellm', 'simplemma', 'stop_words'))); "
+            "print(len(scorers.__all__), len(set(scorers.__all__)), all(n in globals() for n in scorers.__all__))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["False"] * 4
+    light, names = out.splitlines()
+    assert light.split() == ["False"] * 4
+    n = len(scorers.__all__)
+    assert names.split() == [str(n), str(n), "True"]  # `import *` gives every public name, each listed once
 
 
 def test_public_names() -> None:
