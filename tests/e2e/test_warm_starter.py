@@ -63,7 +63,8 @@ def record(cwd: Path) -> dict[str, object]:
 def warm(cwd: Path) -> int:
     """The starter's pid, once it listens (it preloads after the run that started it)."""
     starter = int(record(cwd)["starter_pid"])  # type: ignore[arg-type]
-    wait_for("the warm starter to listen", lambda: "listening on" in _log(cwd) or None, timeout=180)
+    wait_for("the warm starter to listen", lambda: "listening on" in _log(cwd) or None, timeout=180,
+             every=0.2)
     return starter
 
 
@@ -137,12 +138,12 @@ def test_ending_the_client_ends_its_run(folder: tuple[Path, dict[str, str]], how
     proc = cli(cwd, env, "run", "data.jsonl", "-s", "tone-scorer", "--target", "where_target:answer", "--no-cache",
                "--concurrency", "1")
     child = wait_for("the run's target to start", lambda: next(
-        (int(r["pid"]) for r in where(cwd) if r["version"] == f"slow-{how.name}"), None), timeout=120)  # type: ignore[arg-type]
+        (int(r["pid"]) for r in where(cwd) if r["version"] == f"slow-{how.name}"), None), timeout=120, every=0.2)  # type: ignore[arg-type]
     assert where(cwd)[-1]["ppid"] == starter
     proc.send_signal(how)
     proc.communicate(timeout=60)
     assert proc.returncode != 0
-    wait_for("the run child to end", lambda: not Path(f"/proc/{child}").exists() or None, timeout=30)
+    wait_for("the run child to end", lambda: not Path(f"/proc/{child}").exists() or None, timeout=30, every=0.2)
     assert starter in ours(env)  # it serves the next run
     write_target(cwd, "one")
 
@@ -150,8 +151,10 @@ def test_ending_the_client_ends_its_run(folder: tuple[Path, dict[str, str]], how
 def test_in_ci_runs_never_use_the_starter(folder: tuple[Path, dict[str, str]]) -> None:
     cwd, env = folder
     warm(cwd)
-    # CI only: --ephemeral and EVALDUCK_EPHEMERAL=1 take the same branch of flows.launch (flows.folder.ephemeral)
-    pid, proc = run(cwd, {**env, "CI": "true"})
+    # CI only: --ephemeral and EVALDUCK_EPHEMERAL=1 take the same branch of flows.launch (flows.folder.ephemeral).
+    # The run records to the folder's server through PREFECT_API_URL, which flows.launch does not read, so it
+    # starts no temporary server of its own (test_local_server.py proves a CI run's temporary server).
+    pid, proc = run(cwd, {**env, "CI": "true", "PREFECT_API_URL": str(record(cwd)["api_url"])})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert where(cwd)[-1]["pid"] == pid
 

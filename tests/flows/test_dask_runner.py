@@ -227,9 +227,14 @@ def test_a_worker_killed_mid_run_loses_only_its_cells_in_flight(cluster: Any, tm
 
 @pytest.mark.timeout(600)
 def test_the_cli_runs_on_a_local_cluster_of_its_own(tmp_path: Path) -> None:
+    """The CLI's own LocalCluster; its flow run is recorded on the session's Prefect test server
+    (PREFECT_API_URL), so the run pays for no temporary server (that is tested in tests/e2e)."""
+    from prefect.settings import get_current_settings
+
     data = tmp_path / "data.jsonl"
     data.write_text("".join(f'{{"id": "r{i}", "input": "hi {i}", "output": "Hello there {i}!"}}\n' for i in range(3)))
-    env = {**os.environ, "EVALDUCK_EPHEMERAL": "1", "OPENAI_API_KEY": "sk-fake-key-for-tests"}
+    env = {**os.environ, "EVALDUCK_EPHEMERAL": "1", "OPENAI_API_KEY": "sk-fake-key-for-tests",
+           "PREFECT_API_URL": str(get_current_settings().api.url)}
     with FakeOpenAIServer() as server:
         command = [str(Path(sys.executable).with_name("evalduck")), "--db", str(tmp_path / "evals.duckdb"), "run",
                    str(data), "-s", "tone-scorer", "-s", "answer-relevancy-scorer", "--judge-model", "openai/fake-judge",
@@ -246,6 +251,7 @@ def test_the_cli_runs_on_a_local_cluster_of_its_own(tmp_path: Path) -> None:
         done = subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
         assert done.returncode == 0, done.stderr[-3000:]
         assert server.request_count >= 3  # from the cluster's worker
+    assert "(PREFECT_API_URL)" in done.stderr  # the session's server, not a temporary one of its own
     rows_ = Store(str(tmp_path / "evals.duckdb")).sql("SELECT scorer_id, status, count(*) FROM scores GROUP BY ALL").rows
     assert sorted(map(tuple, rows_)) == [("answer-relevancy-scorer", "scored", 3), ("tone-scorer", "scored", 3)]
     assert "tone-scorer" in done.stdout

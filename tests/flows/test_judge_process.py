@@ -71,28 +71,29 @@ def test_the_child_sees_the_environment_as_of_each_request(
     assert judge.request_count == 1  # nothing sent without a key, as in the flow's process
 
 
-def test_a_child_that_dies_mid_request_is_a_transient_error_and_is_replaced(judge: FakeOpenAIServer) -> None:
-    process = JudgeProcess().start()
-    try:
-        judge.script(Reply.hang(10.0))
+def test_a_child_that_dies_mid_request_is_a_transient_error_and_is_replaced(
+    child: JudgeProcess, judge: FakeOpenAIServer
+) -> None:
+    """The module's child (already started: a child's start is a litellm import) is killed; its replacement is
+    the module's from then on, and is stopped with it."""
+    process = child
+    judge.script(Reply.hang(10.0))
 
-        async def killed_mid_request() -> None:
-            request = asyncio.ensure_future(process.request(
-                JudgeSettings(model="openai/fake-judge", api_base=judge.base_url, timeout=20), MESSAGES, None,
-                "test.step", False))
-            deadline = time.monotonic() + 60
-            while judge.request_count == 0 and time.monotonic() < deadline:  # the child's import, then send
-                await asyncio.sleep(0.05)
-            assert process._proc is not None and process._proc.pid is not None
-            os.kill(process._proc.pid, 9)
-            await request
+    async def killed_mid_request() -> None:
+        request = asyncio.ensure_future(process.request(
+            JudgeSettings(model="openai/fake-judge", api_base=judge.base_url, timeout=20), MESSAGES, None,
+            "test.step", False))
+        deadline = time.monotonic() + 60
+        while judge.request_count == 0 and time.monotonic() < deadline:  # until the child has sent it
+            await asyncio.sleep(0.05)
+        assert process._proc is not None and process._proc.pid is not None
+        os.kill(process._proc.pid, 9)
+        await request
 
-        with pytest.raises(JudgeProcessError, match="exited"):
-            asyncio.run(killed_mid_request())
-        answer, _ = _ask(process, judge)  # a new child answers
-        assert answer and process.alive
-    finally:
-        process.stop()
+    with pytest.raises(JudgeProcessError, match="exited"):
+        asyncio.run(killed_mid_request())
+    answer, _ = _ask(process, judge)  # a new child answers
+    assert answer and process.alive
 
 
 @pytest.mark.usefixtures("prefect_harness")
