@@ -68,7 +68,7 @@ try:
             page.goto(url)
             try:
                 page.wait_for_load_state("networkidle", timeout=30000)
-            except Exception as e:
+            except Exception:
                 print(label, "networkidle timeout")
             wanted = {"v2-run-artifacts": "img[alt=descimg]", "v2-table-artifact": "img[alt=tabledesc]"}.get(
                 label, "img[alt=pngchart]")
