@@ -92,10 +92,11 @@ def prepare_run(
     tgt = resolve_target(target, system_prompt=o.target_system_prompt, api_base=o.target_api_base,
                          timeout=o.target_timeout_s)
     _check_outputs(dataset, tgt, built)
+    portable = None
     if o.runner == "dask":  # a scorer or target that cannot reach a worker stops here, named
         from flows.engine.dispatch import portables
 
-        portables(built, tgt)
+        portable = portables(built, tgt)
 
     store = Store(o.db if o.db is not None else default_db_path())
     todo: set[tuple[str, str]] | None = None
@@ -125,5 +126,6 @@ def prepare_run(
     folder = Path(o.cache_dir) if o.cache_dir else default_cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
     plan = RunPlan(run_id=run_id, items=dataset.items, scorers=built, skipped=skipped, target=tgt, store=store,
-                   options=o, cache_dir=folder.resolve(), todo=todo, on_item_complete=on_item_complete, sink=sink)
+                   options=o, cache_dir=folder.resolve(), todo=todo, on_item_complete=on_item_complete, sink=sink,
+                   portable=portable)
     return Prepared(plan=plan, dataset=dataset, previous=previous)

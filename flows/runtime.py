@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,8 +39,6 @@ def heartbeat_settings(own_server: bool = False) -> Iterator[None]:
     servers evalduck starts have no automation, and a temporary one ends with this process. They cost every
     run: Prefect's heartbeat thread sleeps in one-second steps and a sync flow joins it on exit (0.5 s per run
     on average, docs/benchmarks.md). On a server the user names, heartbeats stay on."""
-    import os
-
     from prefect.context import SettingsContext
     from prefect.settings import get_current_settings
 

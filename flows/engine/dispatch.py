@@ -169,7 +169,7 @@ def dask_dispatch(plan: RunPlan) -> Iterator[DaskDispatch]:
     from prefect_dask import DaskTaskRunner
 
     options = plan.options
-    portable = portables(plan.scorers, plan.target)
+    portable = plan.portable if plan.portable is not None else portables(plan.scorers, plan.target)
     if options.dask_address:
         runner = DaskTaskRunner(address=options.dask_address)
     else:

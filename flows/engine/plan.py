@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ from flows.targets import Target
 
 if TYPE_CHECKING:
     from flows.engine.dispatch import Dispatch
+    from flows.engine.portable import PortableScorer
 
 __all__ = ("RunPlan", "ItemResult", "ItemState", "FailFast", "MisconfiguredRun", "StoreWriteError")
 
@@ -69,6 +70,8 @@ class RunPlan:
     transport: JudgeTransport = field(default_factory=LiteLLMTransport)
     # Where its task runs execute (flows.engine.dispatch): None, this process; the flow sets Dask's.
     dispatch: Dispatch | None = None
+    # Runner 'dask': each scorer as a worker gets it, by scorer id (made and checked by flows.prepare).
+    portable: Mapping[str, PortableScorer] | None = None
 
     def wanted(self, item_id: str, scorer_id: str) -> bool:
         return self.todo is None or (item_id, scorer_id) in self.todo

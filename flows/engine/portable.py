@@ -35,7 +35,7 @@ from uuid import UUID
 
 import cloudpickle
 from distributed.diagnostics.plugin import WorkerPlugin
-from scorers import PREBUILT, ConfigError, JudgeUsage, LiteLLMTransport, Scorer, StepContext, StepOutput, canonical_json
+from scorers import PREBUILT, ConfigError, LiteLLMTransport, Scorer, StepContext, StepOutput, canonical_json
 
 from flows.datasets import DatasetItem
 from flows.targets import Target
@@ -56,20 +56,15 @@ _LOOP: list[WorkerLoop] = []  # on a worker: the one, started at its first task 
 
 class WorkerLoop:
     """This process's one long-lived event loop (a daemon thread) and what lives on it: litellm's transport
-    (a ``JudgeTransport``, whichever loop asks) and Prefect's clients per API URL for the task runs."""
+    (used only on this loop, where every task run that asks runs) and Prefect's clients per API URL for the
+    task runs."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.inner = LiteLLMTransport()
+        self.transport = LiteLLMTransport()
         self._clients: dict[str, tuple[AsyncClientContext, SyncClientContext]] = {}
         self._clients_lock = asyncio.Lock()  # bound to the loop at its first use, on the loop
         threading.Thread(target=self.loop.run_forever, name="evalduck-worker-loop", daemon=True).start()
-
-    async def request(self, *args: Any, **kwargs: Any) -> tuple[str | None, JudgeUsage]:
-        if asyncio.get_running_loop() is self.loop:
-            return await self.inner.request(*args, **kwargs)
-        future = asyncio.run_coroutine_threadsafe(self.inner.request(*args, **kwargs), self.loop)
-        return await asyncio.wrap_future(future)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """``coro`` on this loop, from a Dask worker's thread (which waits for it)."""
@@ -176,7 +171,7 @@ class RemoteJudgeStep:
 
     async def __call__(self) -> StepOutput:
         step = self.scorer.step(self.step_name)
-        return await step.arun(self.ctx, transport=worker_loop())  # type: ignore[no-any-return]
+        return await step.arun(self.ctx, transport=worker_loop().transport)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -201,7 +196,7 @@ class RemoteTarget:
     item: DatasetItem
 
     async def __call__(self) -> dict[str, Any]:
-        return await self.target.acall(self.item, transport=worker_loop())
+        return await self.target.acall(self.item, transport=worker_loop().transport)
 
 
 class RunContext:
