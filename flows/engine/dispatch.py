@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -176,11 +177,34 @@ def dask_dispatch(plan: RunPlan) -> Iterator[DaskDispatch]:
         runner = DaskTaskRunner(cluster_class="distributed.LocalCluster", cluster_kwargs={
             "n_workers": options.workers, "processes": True, "dashboard_address": None,
             "threads_per_worker": threads_per_worker(options.concurrency, options.workers)})
-    with _api_for_workers(), runner:
+    local = contextlib.nullcontext() if options.dask_address else _workers_skip_the_callers_main()
+    with local, _api_for_workers(), runner:
         from flows.engine.portable import QuietTaskRuns
 
         runner.client.register_plugin(QuietTaskRuns())  # connects (or starts the cluster) here, off the run's loop
         yield DaskDispatch(plan, runner, portable, _scattered_context(runner.client))
+
+
+@contextlib.contextmanager
+def _workers_skip_the_callers_main() -> Iterator[None]:
+    """While the run's LocalCluster lives (a worker restarted after a crash is spawned too): multiprocessing's
+    spawn re-runs the caller's ``__main__`` in each worker process, so a plain script without an
+    ``if __name__ == "__main__":`` guard would start the run again in every worker, which fails ("an attempt
+    has been made to start a new process before the current process has finished its bootstrapping
+    phase"). With the main module's file and spec hidden, spawn skips it, as for ``python -c``; what the
+    workers need of the script travels by value (cloudpickle pickles ``__main__``'s functions whole)."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {name: main.__dict__[name] for name in ("__file__", "__spec__") if name in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None  # spawn reads the attribute, so it stays, empty
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
 
 
 def _scattered_context(client: Any) -> Any:

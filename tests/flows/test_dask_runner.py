@@ -255,3 +255,27 @@ def test_the_cli_runs_on_a_local_cluster_of_its_own(tmp_path: Path) -> None:
     rows_ = Store(str(tmp_path / "evals.duckdb")).sql("SELECT scorer_id, status, count(*) FROM scores GROUP BY ALL").rows
     assert sorted(map(tuple, rows_)) == [("answer-relevancy-scorer", "scored", 3), ("tone-scorer", "scored", 3)]
     assert "tone-scorer" in done.stdout
+
+
+def test_a_plain_script_without_a_main_guard_runs_on_a_local_cluster(tmp_path: Path) -> None:
+    """The LocalCluster's workers are spawned, and spawn re-runs the caller's __main__: a script without an
+    ``if __name__ == "__main__":`` guard started the run again in every worker, and its nannies failed."""
+    from prefect.settings import get_current_settings
+
+    (tmp_path / "data.jsonl").write_text("".join(f'{{"id": "r{i}", "input": "hi {i}", "output": "Hello {i}!"}}\n'
+                                                 for i in range(3)))
+    (tmp_path / "evaluate.py").write_text(
+        "from flows import run_evals\n"
+        "from scorers import create_scorer\n"
+        "def shout(ctx):\n    return 1.0 if ctx.run.output.endswith('!') else 0.0\n"  # the script's own: by value
+        "loud = create_scorer('loud', generate_score=shout)\n"
+        "r = run_evals('data.jsonl', scorers=['tone-scorer', loud], runner='dask', workers=1)\n"
+        "print('RUN', r.run_id, sorted(r.scores))\n")
+    env = {**os.environ, "OPENAI_API_KEY": "sk-fake-key-for-tests", "PREFECT_API_URL": str(get_current_settings().api.url)}
+    done = subprocess.run([sys.executable, "evaluate.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Failed to start process" not in done.stderr and "bootstrapping phase" not in done.stderr
+    assert "RUN" in done.stdout and "['loud', 'tone-scorer']" in done.stdout
+    rows_ = Store(str(tmp_path / "evals.duckdb")).sql("SELECT scorer_id, status, count(*) FROM scores GROUP BY ALL").rows
+    assert sorted(map(tuple, rows_)) == [("loud", "scored", 3), ("tone-scorer", "scored", 3)]
