@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
-from scorers import JUDGE_MODEL_ENV, PREBUILT, ConfigError, Scorer, describe_validation, load_scorer, locate_scorer
+from pydantic.alias_generators import to_camel
+from scorers import JUDGE_MODEL_ENV, PREBUILT, ConfigError, JudgeSettings, Scorer, describe_validation, load_scorer, locate_scorer
 
 from flows.config import ScorerSpec
 
@@ -79,6 +80,18 @@ def _source(spec: ScorerSpec) -> _Source:
     )
 
 
+def _given(options: Mapping[str, Any], name: str) -> Any:
+    """A judge setting a spec's options give: by name (snake_case or camelCase) or in their ``judge``
+    (a mapping or ``JudgeSettings``, whose defaults do not count as given)."""
+    for key in (name, to_camel(name)):
+        if options.get(key) is not None:
+            return options[key]
+    judge = options.get("judge")
+    if isinstance(judge, JudgeSettings):
+        return getattr(judge, name) if name in judge.model_fields_set else None
+    return judge.get(name) if isinstance(judge, Mapping) else None
+
+
 def build_scorers(
     scorers: Sequence[Scorer | ScorerSpec | str | Mapping[str, Any]],
     *,
@@ -102,16 +115,15 @@ def build_scorers(
         options = dict(spec.options)
         source = _source(spec)
         if source.needs_judge:
-            model = options.get("model") or judge_model or os.environ.get(JUDGE_MODEL_ENV, "").strip()
+            model = _given(options, "model") or judge_model or os.environ.get(JUDGE_MODEL_ENV, "").strip()
             if not model:
                 skipped.append(Skipped(source.scorer_id, no_judge_message(source.scorer_id), source.version,
                                        source.higher_is_better))
                 continue
-            options["model"] = model
-            if judge_api_base and not options.get("api_base"):
-                options["api_base"] = judge_api_base
-            if judge_timeout and not options.get("timeout"):
-                options["timeout"] = judge_timeout
+            # the run's settings fill in only what the scorer's own options leave out
+            for name, value in (("model", model), ("api_base", judge_api_base), ("timeout", judge_timeout)):
+                if value and not _given(options, name):
+                    options[name] = value
         built.append(source.build(options))
     ids = [s.id for s in built] + [s.scorer_id for s in skipped]
     dupes = sorted({i for i in ids if ids.count(i) > 1})

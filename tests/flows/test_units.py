@@ -91,6 +91,21 @@ def test_registry_builds_with_options_and_skips_without_judge(monkeypatch: pytes
         build_scorers([{"id": "tone-scorer", "options": {"scale": -1}}])
 
 
+def test_the_runs_judge_settings_fill_in_only_what_a_specs_options_leave_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model in the options' `judge` counts as given (not skipped, not replaced by the run's), and so does a
+    camelCase `apiBase`."""
+    monkeypatch.delenv("EVALDUCK_JUDGE_MODEL", raising=False)
+    own = {"id": "faithfulness-scorer", "options": {"judge": {"model": "openai/own", "api_base": "http://own/v1"}}}
+    built, skipped = build_scorers([own])
+    assert not skipped and built[0].judge is not None and built[0].judge.model == "openai/own"
+    monkeypatch.setenv("EVALDUCK_JUDGE_MODEL", "openai/env")
+    built, _ = build_scorers([own], judge_model="openai/run", judge_api_base="http://run/v1")
+    assert built[0].judge is not None and (built[0].judge.model, built[0].judge.api_base) == ("openai/own", "http://own/v1")
+    camel = {"id": "bias-scorer", "options": {"apiBase": "http://own/v1"}}
+    built, _ = build_scorers([camel], judge_api_base="http://run/v1")
+    assert built[0].judge is not None and (built[0].judge.model, built[0].judge.api_base) == ("openai/env", "http://own/v1")
+
+
 def test_scorer_ids_come_from_one_table() -> None:
     """scorers.PREBUILT is the list: the spec's choices, the defaults, the registry, the CLI help and the
     ids prefect.yaml's `scorers` anchor lists (kept there as data) all agree with it."""
