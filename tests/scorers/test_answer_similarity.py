@@ -36,6 +36,7 @@ def analysis(kinds: list[str], extra: int = 0, contradictions: int = 0) -> dict[
         (["Exact ", " SEMANTIC"], 0, 0, {"scale": 10}, 8.33),
         (["partial", "partial"], 0, 0, {"semantic_threshold": 0.5, "exact_match_bonus": 0}, 0.25),
         (["exact", "missing"], 0, 0, {"exact_match_bonus": 0, "missing_penalty": 0}, 0.5),
+        (["partial"], 0, 0, {"semantic_threshold": 0.25, "exact_match_bonus": 0}, 0.13),  # 0.125 rounds half up
         ([], 0, 0, {}, 0.0),  # no matches
     ],
 )

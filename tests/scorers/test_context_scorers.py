@@ -42,6 +42,8 @@ def test_precision_sorts_by_index_and_scales(step_result: Any) -> None:
     shuffled = precision("no", "yes", "no", "yes", order=[3, 1, 0, 2])
     assert average_precision(shuffled["analyze"]["verdicts"]) == 0.5
     assert step_result(create_context_precision_scorer(JUDGE, scale=5), "generate_score", shuffled, input=QUESTION, context=CONTEXT) == 2.5
+    last = precision("no", "no", "no", "yes")  # AP 1/4, times 0.5 is 0.125: rounds half up
+    assert step_result(create_context_precision_scorer(JUDGE, scale=0.5), "generate_score", last, input=QUESTION, context=CONTEXT) == 0.13
 
 
 def relevance(levels: list[str], used: list[bool], missing: int = 0) -> dict[str, Any]:
@@ -61,6 +63,7 @@ def relevance(levels: list[str], used: list[bool], missing: int = 0) -> dict[str
         (["medium", "low"], [True, True], 1, {}, 0.35),  # 0.5 - 0.15
         (["high"], [True], 5, {}, 0.5),  # missing penalty capped at 0.5
         (["low"], [False], 3, {}, 0.0),  # floored at 0
+        (["medium", "none", "none", "none"], [True] * 4, 0, {}, 0.18),  # 0.7 / 4 = 0.175 rounds half up
         (["High ", " MEDIUM"], [False, True], 0, {"scale": 10}, 7.5),  # (0.85 - 0.1) * 10
         (["high"], [False], 2, {"penalties": {"unusedHighRelevanceContext": 0.5, "max_missing_context_penalty": 0.2}}, 0.3),
     ],

@@ -45,7 +45,8 @@ def test_faithfulness_formula(values: list[str], scale: float, expected: float, 
 
 @pytest.mark.parametrize(
     ("values", "expected"),
-    [(["yes", "no", "no"], 0.33), (["yes", "yes", "no", "no"], 0.5), (["no"], 0.0), (["YES "], 1.0), ([], 0.0)],
+    [(["yes", "no", "no"], 0.33), (["yes", "yes", "no", "no"], 0.5), (["no"], 0.0), (["YES "], 1.0), ([], 0.0),
+     (["yes"] + ["no"] * 7, 0.13)],  # 0.125 rounds half up
 )
 def test_hallucination_formula(values: list[str], expected: float, step_result: Any) -> None:
     assert step_result(create_hallucination_scorer(JUDGE), "generate_score", verdicts(*values), context=CONTEXT) == expected
