@@ -101,7 +101,7 @@ def runs(
 def show(
     ctx: typer.Context,
     run: Annotated[str, typer.Argument(help="Run id, run name (its newest run), latest or previous")],
-    worst: Annotated[int, typer.Option("--worst", min=0, help="Lowest-scored items to list per scorer")] = 5,
+    worst: Annotated[int, typer.Option("--worst", min=0, help="Worst-scored items to list per scorer (the highest for a lower-is-better one)")] = 5,
 ) -> None:
     """Summarise one run: per-scorer means, errors and skipped cells (with why), then its worst items."""
     with _store(ctx) as store:
@@ -141,7 +141,7 @@ def show(
         for column in ("scorer", "item", "status", "score", "reason / error") + (("item fields",) if any(fields) else ()):
             items.add_column(column, overflow="fold")
         for w, shown in zip(worst_items, fields):
-            items.add_row(literal(w["scorer_id"]), literal(w["item_id"]), w["status"], _num(w["score"]),
+            items.add_row(literal(w["scorer_id"], direction_note(w)), literal(w["item_id"]), w["status"], _num(w["score"]),
                           literal((w["detail"] or "")[:200], multiline=True), *((literal(shown),) if any(fields) else ()))
         _consoles.out.print(items)
 

@@ -315,8 +315,8 @@ class Store:
 
     def worst_items(self, run_id: str, limit: int = 5) -> list[dict[str, Any]]:
         """Per scorer, its errors, then the `limit` worst-scored items of a run (the lowest, or the highest for a
-        lower-is-better scorer; skipped cells are no finding), with the item's RAG and agent fields
-        (`n_passages` of its context, `expected_tool`, `expected_tool_order`)."""
+        lower-is-better scorer; skipped cells are no finding), with the scorer's direction (`higher_is_better`)
+        and the item's RAG and agent fields (`n_passages` of its context, `expected_tool`, `expected_tool_order`)."""
         with self._connect(read_only=True) as con:
             rid = self._resolve(con, run_id)
             return _records(con.execute(
@@ -324,13 +324,15 @@ class Store:
                 WITH cells AS (
                     SELECT s.scorer_id, s.item_id, s.status, s.score, coalesce(s.error, s.reason) AS detail,
                            CASE WHEN d.higher_is_better IS FALSE THEN -s.score ELSE s.score END AS goodness,
+                           d.higher_is_better,
                            json_array_length(i.context) AS n_passages, i.expected_tool,
                            CAST(i.expected_tool_order AS VARCHAR[]) AS expected_tool_order
                     FROM scores AS s
                     LEFT JOIN run_scorers AS d ON d.run_id = s.run_id AND d.scorer_id = s.scorer_id
                     LEFT JOIN items AS i ON i.run_id = s.run_id AND i.item_id = s.item_id
                     WHERE s.run_id = ? AND s.status <> 'skipped')
-                SELECT scorer_id, item_id, status, score, detail, n_passages, expected_tool, expected_tool_order
+                SELECT scorer_id, item_id, status, score, detail, higher_is_better, n_passages, expected_tool,
+                       expected_tool_order
                 FROM cells
                 QUALIFY row_number() OVER (
                     PARTITION BY scorer_id ORDER BY (status = 'error') DESC, goodness ASC NULLS LAST, item_id) <= ?

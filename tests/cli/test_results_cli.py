@@ -194,7 +194,10 @@ def test_a_lower_is_better_scorer_fails_the_gate_when_it_rises(tmp_path: Path) -
     assert "hallucination-scorer (lower is better)" in out and "0/10/0" in out  # every item counted as regressed
     code, out, err = _cli(db, "compare", "high", "low", "--fail-below", "0.1")
     assert code == 0 and "OK:" in out, out + err
-    assert "hallucination-scorer (lower is better)" in _cli(db, "show", "high")[1]
+    shown = _cli(db, "show", "high")[1]
+    # the scorers table, then its 5 worst items, which for this scorer are the highest: q9 (0.45), never q0 (0.40)
+    assert shown.count("hallucination-scorer (lower is better)") == 1 + 5, shown
+    assert "q9" in shown and "q0" not in shown, shown
 
 
 def test_show_lists_why_cells_were_skipped_and_the_items_rag_and_agent_fields(tmp_path: Path) -> None:
