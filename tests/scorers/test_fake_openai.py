@@ -112,7 +112,7 @@ def test_command_line() -> None:
         port = sock.getsockname()[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "scorers.testing.fake_openai", "--port", str(port), "--latency", "0"],
-        stdout=subprocess.PIPE, text=True, env={**os.environ},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ},
     )
     try:
         assert proc.stdout is not None and f"127.0.0.1:{port}/v1" in proc.stdout.readline()
@@ -131,4 +131,5 @@ def test_command_line() -> None:
         assert json.loads(content(post(f"http://127.0.0.1:{port}/v1", claims)[1])) == {"claims": ["A.", "B."]}
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        _, stderr = proc.communicate(timeout=10)
+    assert "RuntimeWarning" not in stderr, stderr  # the README's command prints nothing but its address
