@@ -39,8 +39,8 @@ class ScaleOptions(OptionsModel):
 
 
 class JudgeOptions(OptionsModel):
-    """A judge scorer's judge: a whole ``judge`` (settings or a model string), and single settings that
-    override it."""
+    """A judge scorer's judge: a whole ``judge`` (``JudgeSettings`` or a mapping of its fields; not a model
+    string), and single settings that override it."""
 
     model: str | None = None
     temperature: float | None = None
