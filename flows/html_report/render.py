@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from datetime import datetime
 from functools import cache
 from importlib import resources
@@ -25,7 +26,7 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("flows.html_report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(when=_when, seconds=_seconds, usd=_usd, num=_num, signed=_signed, interval=_interval,
-                       direction=direction_label)
+                       direction=direction_label, short_hashes=_short_hashes)
     return env
 
 
@@ -62,6 +63,15 @@ def _interval(low: float | None, high: float | None, signed: bool = False) -> st
         return "–"
     f = _signed if signed else _num
     return f"[{f(low)}, {f(high)}]"
+
+
+_HASH = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{52}\b")
+
+
+def _short_hashes(text: str) -> str:
+    """The store's notes with each 64-digit dataset hash cut to 12 digits: two full hashes per scorer row made
+    the comparison table's other columns a few letters wide."""
+    return _HASH.sub(r"\1…", text)
 
 
 def _script_json(value: dict[str, Any]) -> str:
