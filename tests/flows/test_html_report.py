@@ -174,6 +174,18 @@ def test_cli_report_and_show_in_a_real_process(built: Built, tmp_path: Path) -> 
     assert any("toxicity-scorer (lower is better)" in x and "▁█" in x for x in shown.stdout.splitlines())
 
 
+def test_a_run_on_a_server_that_ends_with_it_links_no_flow_run_page() -> None:
+    """`evalduck run --ephemeral` (and CI) records to a temporary server without a UI, gone once the run ends:
+    its report showed a link to that server's flow run page."""
+    from flows.cli.run import _api
+    from flows.report import _ui_url
+
+    with _api("http://127.0.0.1:9/api", lasting=False):
+        assert _ui_url() is None
+    with _api("http://127.0.0.1:9/api", lasting=True):  # the folder's server, or PREFECT_API_URL's
+        assert _ui_url() == "http://127.0.0.1:9"
+
+
 CHROMIUM = Path(os.environ.get("EVALDUCK_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
