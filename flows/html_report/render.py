@@ -95,7 +95,8 @@ def _moved_verdict(c: Any) -> str:
 def render_html(data: ReportData) -> str:
     charts = {
         "histograms": histograms_svg({s.stats.scorer_id: s.scores for s in data.scorers}),
-        "trend": trend_svg(data.trend),
+        "trend": trend_svg(data.trend, {s.stats.scorer_id: f"{s.stats.scorer_id} ({direction_label(False)})"
+                                        for s in data.scorers if not s.higher_is_better}),
         "deltas": deltas_svg([{"scorer": c.row["scorer_id"], "delta": c.row.get("mean_delta"),
                                "low": c.row.get("ci_low"), "high": c.row.get("ci_high"), "better": _moved_verdict(c)}
                               for c in data.comparison]),

@@ -5,6 +5,7 @@ a file:// URL with the network off."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -31,6 +32,7 @@ N = 6
 CHANGED = "q-1"  # its output in run 2 is judged irrelevant, reads angry and is judged toxic ("hate")
 FAILING = "What is the capital of country number 3?"  # run 2's target fails on this input
 ANSWERS: dict[str, str] = {}
+JUDGE = "openai/gpt-4o-mini"  # served by the fake judge; priced by litellm's local cost map
 
 
 def target(question: str) -> str:
@@ -53,8 +55,8 @@ def built(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> It
     options: dict[str, Any] = {"name": "rep", "db": str(folder / "evals.duckdb"), "cache_dir": str(folder / "cache"),
                                "retries": 0, "concurrency": 4, "judge_process": False}
     with FakeOpenAIServer(verdict_for=verdict) as judge:
-        toxicity = {**judge_scorer(judge), "id": "toxicity-scorer"}  # lower is better
-        scorers = [judge_scorer(judge), "tone-scorer", toxicity]
+        relevancy = judge_scorer(judge, model=JUDGE)  # a model litellm prices: the header's cost
+        scorers = [relevancy, "tone-scorer", {**relevancy, "id": "toxicity-scorer"}]  # toxicity: lower is better
         first = run_evals(data, scorers=scorers, report=False, **options)
         ANSWERS.update({r["input"]: r["output"] for r in data})
         ANSWERS[data[1]["input"]] = "Bananas are what I hate. Terrible, awful question."
@@ -78,7 +80,10 @@ def test_a_run_writes_its_report_beside_the_results_file_and_links_it(built: Bui
             key=ArtifactFilterKey(any_=["evalduck-rep-summary"]),
             flow_run_id=ArtifactFilterFlowRunId(any_=[built.second.flow_run_id])))
     assert path.as_uri() in summary.description
-    assert "![trend of each scorer's mean over the last runs](data:image/svg+xml;base64," in summary.description
+    image = "![trend of each scorer's mean over the last runs](data:image/svg+xml;base64,"
+    assert image in summary.description
+    svg = base64.b64decode(summary.description.split(image, 1)[1].split(")", 1)[0]).decode()
+    assert svg.startswith("<svg") and "toxicity-scorer" in svg
 
 
 def test_the_report_holds_the_header_stats_trend_comparison_and_items(built: Built) -> None:
@@ -87,7 +92,8 @@ def test_the_report_holds_the_header_stats_trend_comparison_and_items(built: Bui
     run = store.run_record(built.second.run_id)
     h = data.header
     assert (h.run.run_id, h.run.dataset_hash, h.run.n_items) == (run.run_id, run.dataset_hash, N)
-    assert h.judge_models == ["openai/fake-judge"] and h.judge_tokens > 0 and h.duration_s is not None
+    assert h.judge_models == [JUDGE] and h.judge_tokens > 0 and h.duration_s is not None
+    assert h.cost is not None and h.cost > 0
     assert h.target == f"{__name__}:target"
 
     stats = {s.stats.scorer_id: s.stats for s in data.scorers}
@@ -125,9 +131,12 @@ def test_the_report_holds_the_header_stats_trend_comparison_and_items(built: Bui
 
     html = write_report(store, built.second.run_id, path=built.db.parent / "again.html").path.read_text()
     assert html.count("<svg") == 3  # histograms, trend, deltas
+    trend = html[html.index('id="trend"'):html.index("<table", html.index('id="trend"'))]
+    assert "toxicity-scorer (lower is better)" in trend and "tone-scorer (" not in trend  # its rise is the worse way
     assert '<td class="">higher is better</td>' in html and '<td class="dir-low">lower is better</td>' in html
     assert f"<code>{escape(run.dataset)}</code>, {N} rows, hash <code" in html and run.dataset_hash[:16] in html
-    assert f"<dt>judge tokens</dt><dd>{h.judge_tokens:,}</dd>" in html
+    assert f"<dt>judge tokens</dt><dd>{h.judge_tokens:,}</dd>" in html and f"<dt>judge cost</dt><dd>${h.cost:.4f}</dd>" in html
+    assert f"<dt>judge model</dt><dd><code>{JUDGE}</code></dd>" in html
     # compare_runs counts items by the scorer's direction, so the column says better / worse, not up / down
     assert "<th>better / worse / same</th>" in html
     toxic_row = html[html.index("<td><code>toxicity-scorer</code></td>", html.index('id="comparison"')):]
