@@ -267,6 +267,7 @@ def test_the_page_in_chromium_offline(built: Built, tmp_path: Path) -> None:
             expect(sides.nth(0).locator("h5")).to_have_text("baseline score 1.000")
             expect(sides.nth(1)).to_contain_text("reason: ")
             expect(sides.nth(1).locator("table.steps tr", has_text="Bananas are what I hate.")).to_contain_text("no")
+            expect(sides.nth(1).locator("table.steps th")).to_have_text(["statement", "result", "reason"])
             toxic = page.locator('details.moved-item[data-scorer="toxicity-scorer"]')
             toxic.locator("summary").click()
             expect(toxic.locator("summary")).to_contain_text("regressed")

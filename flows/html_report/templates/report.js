@@ -52,7 +52,7 @@ async function unpackItems() {
     const preKey = plainObject(pre) ? Object.keys(pre).find((k) => Array.isArray(pre[k]) && pre[k].length === list.length && pre[k].every((s) => typeof s === "string")) : undefined;
     const keys = [];
     for (const o of list) for (const k of Object.keys(o)) if (!keys.includes(k)) keys.push(k);
-    const head = el("tr", {}, preKey !== undefined ? el("th", {}, preKey) : null, ...keys.map((k) => el("th", {}, k)));
+    const head = el("tr", {}, preKey !== undefined ? el("th", {}, preKey.replace(/s$/, "")) : null, ...keys.map((k) => el("th", {}, k)));
     const body = list.map((o, i) => el("tr", {}, preKey !== undefined ? el("td", {}, pre[preKey][i]) : null, ...keys.map((k) => el("td", {}, cellText(o[k])))));
     const rest = {};
     for (const [name, result] of Object.entries(steps)) {
