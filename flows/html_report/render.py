@@ -112,6 +112,6 @@ def render_html(data: ReportData) -> str:
         h=data.header, scorers=data.scorers, trend_runs=data.trend_runs,
         trend_scorers=sorted({t.scorer_id for t in data.trend}),
         trend_cell=lambda run_id, scorer: by_cell.get((run_id, scorer)),
-        against=data.against, comparison=data.comparison, charts=charts, generated_at=data.generated_at,
+        against=data.against, comparison=data.comparison, skipped=data.skipped, charts=charts, generated_at=data.generated_at,
         css=_asset("report.css"), js=_asset("report.js"), data_json=_script_json(payload), items_packed=_packed(data.items_json),
     )

@@ -312,6 +312,9 @@ def test_a_trend_run_without_scores_reads_none_scored(tmp_path: Path) -> None:
     trend = html[html.index('id="trend"'):html.index('id="comparison"')]
     assert '<span class="muted">none scored</span>' in trend and "– –" not in trend
     assert "One run only" not in trend and "fewer than two of these runs have a scored cell" in trend
+    first = write_report(store, "run-0", path=tmp_path / "r0.html").path.read_text()
+    scorers = first[first.index('id="scorers"'):first.index('id="trend"')]  # why, as `evalduck show` says
+    assert '<td><code>j-scorer</code></td><td class="num">1</td><td>no judge</td>' in scorers
 
 
 def test_sparkline() -> None:

@@ -148,7 +148,8 @@ async function unpackItems() {
   function cellView(c) {
     if (!c) return el("div", { class: "cell-score muted" }, "–");
     const [st, score] = c;
-    return el("div", { class: "cell-score", title: st + (c[3] ? ": " + c[3] : "") }, st === "scored" ? fmt(score) : el("span", { class: "tag " + st }, st));
+    const why = c[3] || c[2]; // an error's message, a skipped cell's reason
+    return el("div", { class: "cell-score", title: st + (why ? ": " + why : "") }, st === "scored" ? fmt(score) : el("span", { class: "tag " + st }, st));
   }
 
   function draw() {
