@@ -134,7 +134,8 @@ def show(
             reasons.add_row(literal(k["scorer_id"]), str(k["cells"]), literal((k["reason"] or "")[:300], multiline=True))
         _consoles.out.print(reasons)
     if n_runs > 1:
-        _consoles.out.print(_trend_table(r.name, n_runs, trend))
+        notes = {s["scorer_id"]: direction_note(s) for s in summary.scorers}
+        _consoles.out.print(_trend_table(r.name, n_runs, trend, notes))
     if worst_items:
         items = Table(title=f"Worst items (up to {worst} per scorer; errors first)")
         fields = [_item_fields(w) for w in worst_items]
@@ -158,12 +159,13 @@ def _item_fields(cell: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _trend_table(name: str | None, n_runs: int, trend: dict[str, list[float | None]]) -> Table:
+def _trend_table(name: str | None, n_runs: int, trend: dict[str, list[float | None]], notes: dict[str, str]) -> Table:
+    """``notes``: what follows a scorer's id (its direction, when lower is better: a rising line is worse)."""
     table = Table(title=literal(f"Trend: mean over the last {n_runs} runs of ", name or "–", " (oldest first)"))
     for column in ("scorer", "trend", "first", "this run"):
         table.add_column(column, justify="left" if column in ("scorer", "trend") else "right")
     for scorer, means in trend.items():
-        table.add_row(literal(scorer), sparkline(means), _num(means[0]), _num(means[-1]))
+        table.add_row(literal(scorer, notes.get(scorer, "")), sparkline(means), _num(means[0]), _num(means[-1]))
     return table
 
 

@@ -97,12 +97,13 @@ def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tu
     return state.api_url, True, True
 
 
-def _api(api_url: str) -> Any:
+def _api(api_url: str, lasting: bool) -> Any:
     """Prefect's settings pointed at ``api_url`` for the run (environment changes after Prefect's import
-    are not seen)."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    are not seen). A server that ends with the run (``lasting`` false: --ephemeral, CI) has no UI and is gone
+    when its report is read, so the UI URL is left empty: the report shows the flow run's id, not a dead link."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
 
-    return temporary_settings(updates={PREFECT_API_URL: api_url})
+    return temporary_settings(updates={PREFECT_API_URL: api_url, **({} if lasting else {PREFECT_UI_URL: ""})})
 
 
 @app.command()
@@ -245,7 +246,7 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
     with contextlib.ExitStack() as stack:
         api_url, lasting, ours = _server_for_run(err, ephemeral, stack)
         try:
-            with (use_sink(RichProgress(err)), _api(api_url), heartbeat_settings(own_server=ours),
+            with (use_sink(RichProgress(err)), _api(api_url, lasting), heartbeat_settings(own_server=ours),
                   sigterm_as_interrupt()):
                 return run_eval_config(config), api_url, lasting
         except KeyboardInterrupt as exc:  # the run recorded itself as cancelled and said how to resume

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -44,17 +44,20 @@ def histograms_svg(scores: dict[str, Sequence[float]]) -> str | None:
     return _draw("histograms", values) if values else None
 
 
-def _trend_values(trend: Sequence[ScorerStats]) -> list[dict[str, Any]]:
+def _trend_values(trend: Sequence[ScorerStats], labels: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """``labels``: a scorer's facet title where it is not its id (a lower-is-better scorer says so: its line
+    rising is the worse way)."""
+    labels = labels or {}
     order: dict[str, int] = {}
     for s in trend:
         order.setdefault(s.run_id, len(order))
-    return [{"scorer": s.scorer_id, "run": run_label(s.run_id, s.started_at), "order": order[s.run_id],
+    return [{"scorer": labels.get(s.scorer_id, s.scorer_id), "run": run_label(s.run_id, s.started_at), "order": order[s.run_id],
              "mean": s.mean_score, "low": s.ci_low, "high": s.ci_high}
             for s in trend if s.mean_score is not None]
 
 
-def trend_svg(trend: Sequence[ScorerStats]) -> str | None:
-    values = _trend_values(trend)
+def trend_svg(trend: Sequence[ScorerStats], labels: Mapping[str, str] | None = None) -> str | None:
+    values = _trend_values(trend, labels)
     return _draw("trend", values) if len({v["order"] for v in values}) > 1 else None
 
 

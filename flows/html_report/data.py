@@ -116,6 +116,7 @@ class ReportData(BaseModel):
     trend: list[ScorerStats]
     against: RunRecord | None
     comparison: list[ScorerComparison]
+    skipped: list[dict[str, Any]]  # Store.skipped_reasons: scorer id, reason, cells (what `evalduck show` lists)
     scorer_ids: list[str]
     items_json: str  # the item table (see _ITEMS), as JSON text
     generated_at: datetime
@@ -140,12 +141,13 @@ def gather(
         scores = {r["scorer_id"]: r["scores"] for r in records(_SCORES, {"run": run_id})}
         comparison = _comparison(records, baseline_id, run_id, directions) if baseline_id is not None else []
     own = [s for s in trend if s.run_id == run_id]
+    skipped = store.skipped_reasons(run_id) if any(s.n_skipped for s in own) else []
     return ReportData(
         header=_header(runs[run_id], own, ui_url),
         scorers=[ScorerSection(stats=s, higher_is_better=directions.get(s.scorer_id, True),
                                scores=scores.get(s.scorer_id, [])) for s in own],
         trend_runs=[runs[i] for i in trend_ids], trend=trend,
-        against=runs[baseline_id] if baseline_id else None, comparison=comparison,
+        against=runs[baseline_id] if baseline_id else None, comparison=comparison, skipped=skipped,
         scorer_ids=table["scorer_ids"] or [], items_json=str(table["items"]), generated_at=datetime.now().astimezone(),
     )
 

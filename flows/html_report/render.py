@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from datetime import datetime
 from functools import cache
 from importlib import resources
@@ -25,7 +26,7 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("flows.html_report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(when=_when, seconds=_seconds, usd=_usd, num=_num, signed=_signed, interval=_interval,
-                       direction=direction_label)
+                       direction=direction_label, short_hashes=_short_hashes)
     return env
 
 
@@ -64,6 +65,15 @@ def _interval(low: float | None, high: float | None, signed: bool = False) -> st
     return f"[{f(low)}, {f(high)}]"
 
 
+_HASH = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{52}\b")
+
+
+def _short_hashes(text: str) -> str:
+    """The store's notes with each 64-digit dataset hash cut to 12 digits: two full hashes per scorer row made
+    the comparison table's other columns a few letters wide."""
+    return _HASH.sub(r"\1…", text)
+
+
 def _script_json(value: dict[str, Any]) -> str:
     """JSON safe inside a <script> element: no `<` can close it or open a comment."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).replace("<", "\\u003c")
@@ -85,7 +95,8 @@ def _moved_verdict(c: Any) -> str:
 def render_html(data: ReportData) -> str:
     charts = {
         "histograms": histograms_svg({s.stats.scorer_id: s.scores for s in data.scorers}),
-        "trend": trend_svg(data.trend),
+        "trend": trend_svg(data.trend, {s.stats.scorer_id: f"{s.stats.scorer_id} ({direction_label(False)})"
+                                        for s in data.scorers if not s.higher_is_better}),
         "deltas": deltas_svg([{"scorer": c.row["scorer_id"], "delta": c.row.get("mean_delta"),
                                "low": c.row.get("ci_low"), "high": c.row.get("ci_high"), "better": _moved_verdict(c)}
                               for c in data.comparison]),
@@ -101,6 +112,6 @@ def render_html(data: ReportData) -> str:
         h=data.header, scorers=data.scorers, trend_runs=data.trend_runs,
         trend_scorers=sorted({t.scorer_id for t in data.trend}),
         trend_cell=lambda run_id, scorer: by_cell.get((run_id, scorer)),
-        against=data.against, comparison=data.comparison, charts=charts, generated_at=data.generated_at,
+        against=data.against, comparison=data.comparison, skipped=data.skipped, charts=charts, generated_at=data.generated_at,
         css=_asset("report.css"), js=_asset("report.js"), data_json=_script_json(payload), items_packed=_packed(data.items_json),
     )

@@ -1,10 +1,11 @@
-"""The HTML report from a results file built by two real runs of one name (a judge scorer against the fake
-server, a code scorer, an item whose target fails): what it holds, the run's own report and its summary
+"""The HTML report from a results file built by two real runs of one name (two judge scorers against the fake
+server, one of them lower-is-better, a code scorer, an item whose target fails): what it holds, the run's own report and its summary
 artifact, direction from `run_scorers`, the CLI in a real subprocess, and the page in headless Chromium from
 a file:// URL with the network off."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from markupsafe import escape
 
 from flows import run_evals
 from flows.html_report import write_report
@@ -27,9 +29,10 @@ from scorers.testing.fake_openai import FakeOpenAIServer
 from flow_helpers import judge_scorer, rows
 
 N = 6
-CHANGED = "q-1"  # its output in run 2 is judged irrelevant and reads angry
+CHANGED = "q-1"  # its output in run 2 is judged irrelevant, reads angry and is judged toxic ("hate")
 FAILING = "What is the capital of country number 3?"  # run 2's target fails on this input
 ANSWERS: dict[str, str] = {}
+JUDGE = "openai/gpt-4o-mini"  # served by the fake judge; priced by litellm's local cost map
 
 
 def target(question: str) -> str:
@@ -52,7 +55,8 @@ def built(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> It
     options: dict[str, Any] = {"name": "rep", "db": str(folder / "evals.duckdb"), "cache_dir": str(folder / "cache"),
                                "retries": 0, "concurrency": 4, "judge_process": False}
     with FakeOpenAIServer(verdict_for=verdict) as judge:
-        scorers = [judge_scorer(judge), "tone-scorer"]
+        relevancy = judge_scorer(judge, model=JUDGE)  # a model litellm prices: the header's cost
+        scorers = [relevancy, "tone-scorer", {**relevancy, "id": "toxicity-scorer"}]  # toxicity: lower is better
         first = run_evals(data, scorers=scorers, report=False, **options)
         ANSWERS.update({r["input"]: r["output"] for r in data})
         ANSWERS[data[1]["input"]] = "Bananas are what I hate. Terrible, awful question."
@@ -76,7 +80,10 @@ def test_a_run_writes_its_report_beside_the_results_file_and_links_it(built: Bui
             key=ArtifactFilterKey(any_=["evalduck-rep-summary"]),
             flow_run_id=ArtifactFilterFlowRunId(any_=[built.second.flow_run_id])))
     assert path.as_uri() in summary.description
-    assert "![trend of each scorer's mean over the last runs](data:image/svg+xml;base64," in summary.description
+    image = "![trend of each scorer's mean over the last runs](data:image/svg+xml;base64,"
+    assert image in summary.description
+    svg = base64.b64decode(summary.description.split(image, 1)[1].split(")", 1)[0]).decode()
+    assert svg.startswith("<svg") and "toxicity-scorer" in svg
 
 
 def test_the_report_holds_the_header_stats_trend_comparison_and_items(built: Built) -> None:
@@ -85,7 +92,8 @@ def test_the_report_holds_the_header_stats_trend_comparison_and_items(built: Bui
     run = store.run_record(built.second.run_id)
     h = data.header
     assert (h.run.run_id, h.run.dataset_hash, h.run.n_items) == (run.run_id, run.dataset_hash, N)
-    assert h.judge_models == ["openai/fake-judge"] and h.judge_tokens > 0 and h.duration_s is not None
+    assert h.judge_models == [JUDGE] and h.judge_tokens > 0 and h.duration_s is not None
+    assert h.cost is not None and h.cost > 0
     assert h.target == f"{__name__}:target"
 
     stats = {s.stats.scorer_id: s.stats for s in data.scorers}
@@ -112,13 +120,30 @@ def test_the_report_holds_the_header_stats_trend_comparison_and_items(built: Bui
     assert "no" in verdicts and moved.steps_b["preprocess"]["statements"] and moved.reason_b
 
     items = json.loads(data.items_json)
-    assert data.scorer_ids == ["answer-relevancy-scorer", "tone-scorer"] and len(items) == N
+    assert data.scorer_ids == ["answer-relevancy-scorer", "tone-scorer", "toxicity-scorer"] and len(items) == N
     failed = next(i for i in items if i[1] == FAILING)
-    assert [cell[0] for cell in failed[4]] == ["error", "error"] and "target down" in failed[4][0][3]
+    assert [cell[0] for cell in failed[4]] == ["error"] * 3 and "target down" in failed[4][0][3]
+
+    toxic = comparison["toxicity-scorer"]  # a real lower-is-better scorer: its rise on q-1 is the regression
+    assert not toxic.higher_is_better and (toxic.row["n_improved"], toxic.row["n_regressed"]) == (0, 1)
+    (moved,) = toxic.moved
+    assert (moved.item_id, moved.moved) == (CHANGED, "regressed") and moved.delta > 0
 
     html = write_report(store, built.second.run_id, path=built.db.parent / "again.html").path.read_text()
     assert html.count("<svg") == 3  # histograms, trend, deltas
-    assert "lower is better" not in html and '<td class="">higher is better</td>' in html
+    trend = html[html.index('id="trend"'):html.index("<table", html.index('id="trend"'))]
+    assert "toxicity-scorer (lower is better)" in trend and "tone-scorer (" not in trend  # its rise is the worse way
+    assert '<td class="">higher is better</td>' in html and '<td class="dir-low">lower is better</td>' in html
+    assert f"<code>{escape(run.dataset)}</code>, {N} rows, hash <code" in html and run.dataset_hash[:16] in html
+    assert f"<dt>judge tokens</dt><dd>{h.judge_tokens:,}</dd>" in html and f"<dt>judge cost</dt><dd>${h.cost:.4f}</dd>" in html
+    assert f"<dt>judge model</dt><dd><code>{JUDGE}</code></dd>" in html
+    # compare_runs counts items by the scorer's direction, so the column says better / worse, not up / down
+    assert "<th>better / worse / same</th>" in html
+    toxic_row = html[html.index("<td><code>toxicity-scorer</code></td>", html.index('id="comparison"')):]
+    assert toxic_row[:toxic_row.index("</tr>")].count('<td class="num">0 / 1 / 4</td>') == 1
+    baseline_hash = store.run_record(built.first.run_id).dataset_hash
+    assert baseline_hash != run.dataset_hash and baseline_hash not in html  # each run's own items: hashes differ
+    assert f"dataset hash differs ({baseline_hash[:12]}… vs {run.dataset_hash[:12]}…)" in html
 
 
 def test_direction_comes_from_run_scorers_when_the_file_has_it(built: Built, tmp_path: Path) -> None:
@@ -130,7 +155,7 @@ def test_direction_comes_from_run_scorers_when_the_file_has_it(built: Built, tmp
         con.execute("INSERT INTO run_scorers VALUES (?, 'answer-relevancy-scorer', false)", [built.second.run_id])
     data = gather(Store(copy), built.second.run_id)
     directions = {s.stats.scorer_id: s.higher_is_better for s in data.scorers}
-    assert directions == {"answer-relevancy-scorer": False, "tone-scorer": True}
+    assert directions == {"answer-relevancy-scorer": False, "tone-scorer": True, "toxicity-scorer": False}
     (moved,) = next(c for c in data.comparison if c.row["scorer_id"] == "answer-relevancy-scorer").moved
     assert moved.moved == "improved"  # its score fell, and lower is better
     assert '<td class="dir-low">lower is better</td>' in write_report(Store(copy), built.second.run_id).path.read_text()
@@ -155,6 +180,19 @@ def test_cli_report_and_show_in_a_real_process(built: Built, tmp_path: Path) -> 
     assert "Trend: mean over the last 2 runs of rep" in shown.stdout
     line = next(x for x in shown.stdout.splitlines() if "answer-relevancy-scorer" in x and "1.000" in x and "▁" in x)
     assert "█▁" in line  # the judged mean fell
+    assert any("toxicity-scorer (lower is better)" in x and "▁█" in x for x in shown.stdout.splitlines())
+
+
+def test_a_run_on_a_server_that_ends_with_it_links_no_flow_run_page() -> None:
+    """`evalduck run --ephemeral` (and CI) records to a temporary server without a UI, gone once the run ends:
+    its report showed a link to that server's flow run page."""
+    from flows.cli.run import _api
+    from flows.report import _ui_url
+
+    with _api("http://127.0.0.1:9/api", lasting=False):
+        assert _ui_url() is None
+    with _api("http://127.0.0.1:9/api", lasting=True):  # the folder's server, or PREFECT_API_URL's
+        assert _ui_url() == "http://127.0.0.1:9"
 
 
 CHROMIUM = Path(os.environ.get("EVALDUCK_CHROMIUM", "/usr/bin/chromium"))
@@ -218,6 +256,24 @@ def test_the_page_in_chromium_offline(built: Built, tmp_path: Path) -> None:
             expect(dialog).to_be_visible()
             expect(dialog.locator("table.steps").first).to_contain_text("no")
             page.keyboard.press("Escape")
+
+            # the most-moved items: input, both outputs, both scores, the reason and each judge scorer's
+            # statements with their verdicts as a table (answer relevancy's results, toxicity's verdicts)
+            relevancy = page.locator('details.moved-item[data-scorer="answer-relevancy-scorer"]')
+            relevancy.locator("summary").click()
+            sides = relevancy.locator(".sides > div")
+            expect(sides.nth(0)).to_contain_text("The capital of country 1 is City1.")
+            expect(sides.nth(1)).to_contain_text("Bananas are what I hate.")
+            expect(sides.nth(0).locator("h5")).to_have_text("baseline score 1.000")
+            expect(sides.nth(1)).to_contain_text("reason: ")
+            expect(sides.nth(1).locator("table.steps tr", has_text="Bananas are what I hate.")).to_contain_text("no")
+            expect(sides.nth(1).locator("table.steps th")).to_have_text(["statement", "result", "reason"])
+            toxic = page.locator('details.moved-item[data-scorer="toxicity-scorer"]')
+            toxic.locator("summary").click()
+            expect(toxic.locator("summary")).to_contain_text("regressed")
+            verdicts = toxic.locator(".sides > div").nth(1).locator("table.steps")
+            expect(verdicts.locator("th")).to_have_text(["verdict", "reason"])
+            expect(verdicts.locator("tbody tr").first).to_contain_text("yes")
             shot = tmp_path / "report.png"
             page.screenshot(path=str(shot), full_page=True)
             print(f"screenshot: {shot}")
@@ -241,6 +297,24 @@ def test_user_strings_stay_text_in_the_page(tmp_path: Path) -> None:
     assert "<script>alert(1)" not in html and "<b>x</b>" not in html
     assert "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html  # the header, as text
     assert html.count("<script") == 3 and html.count("</script>") == 3  # the data, the item data, the code
+
+
+def test_a_trend_run_without_scores_reads_none_scored(tmp_path: Path) -> None:
+    """A scorer skipped throughout a run of the trend has no mean there: the table says so, not "– –"."""
+    store = Store(tmp_path / "evals.duckdb")
+    for k in range(2):
+        store.start_run(f"run-{k}", "n", "d.jsonl", "h", {})
+        store.write_batch(f"run-{k}", items=[{"item_id": "a", "input": "i", "output": "o"}],
+                          scores=[{"item_id": "a", "scorer_id": "j-scorer", "scorer_version": "1",
+                                   **({"status": "skipped", "reason": "no judge"} if k == 0 else {"score": 0.5})}],
+                          status="completed")
+    html = write_report(store, "run-1", path=tmp_path / "r.html").path.read_text()
+    trend = html[html.index('id="trend"'):html.index('id="comparison"')]
+    assert '<span class="muted">none scored</span>' in trend and "– –" not in trend
+    assert "One run only" not in trend and "fewer than two of these runs have a scored cell" in trend
+    first = write_report(store, "run-0", path=tmp_path / "r0.html").path.read_text()
+    scorers = first[first.index('id="scorers"'):first.index('id="trend"')]  # why, as `evalduck show` says
+    assert '<td><code>j-scorer</code></td><td class="num">1</td><td>no judge</td>' in scorers
 
 
 def test_sparkline() -> None:

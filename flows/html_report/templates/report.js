@@ -37,22 +37,38 @@ async function unpackItems() {
     return JSON.stringify(v, null, 1);
   }
 
-  // A scorer's step results: statements with their verdicts as a table when the steps have that shape
-  // (answer relevancy), else each step's result as JSON.
+  // A judge scorer's step results: its per-statement (claim, opinion, passage...) judgements as a table when
+  // the analyze step holds a list of objects (answer relevancy's results, the verdicts of faithfulness,
+  // hallucination, bias, toxicity, context precision...), with the preprocess step's list of strings of the
+  // same length (the statements or claims judged) as the first column; whatever else the steps hold as JSON.
+  const plainObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+  const cellText = (v) => (v === null || v === undefined ? "–" : typeof v === "string" ? v : JSON.stringify(v));
+  function judgements(steps) {
+    const analyze = steps.analyze, pre = steps.preprocess;
+    if (!plainObject(analyze)) return null;
+    const listKey = Object.keys(analyze).find((k) => Array.isArray(analyze[k]) && analyze[k].length && analyze[k].every(plainObject));
+    if (listKey === undefined) return null;
+    const list = analyze[listKey];
+    const preKey = plainObject(pre) ? Object.keys(pre).find((k) => Array.isArray(pre[k]) && pre[k].length === list.length && pre[k].every((s) => typeof s === "string")) : undefined;
+    const keys = [];
+    for (const o of list) for (const k of Object.keys(o)) if (!keys.includes(k)) keys.push(k);
+    const head = el("tr", {}, preKey !== undefined ? el("th", {}, preKey.replace(/s$/, "")) : null, ...keys.map((k) => el("th", {}, k)));
+    const body = list.map((o, i) => el("tr", {}, preKey !== undefined ? el("td", {}, pre[preKey][i]) : null, ...keys.map((k) => el("td", {}, cellText(o[k])))));
+    const rest = {};
+    for (const [name, result] of Object.entries(steps)) {
+      const used = name === "analyze" ? listKey : name === "preprocess" ? preKey : undefined;
+      const left = plainObject(result) && used !== undefined ? Object.fromEntries(Object.entries(result).filter(([k]) => k !== used)) : result;
+      if (!plainObject(left) || Object.keys(left).length) rest[name] = left;
+    }
+    return { table: el("table", { class: "steps" }, el("thead", {}, head), el("tbody", {}, ...body)), rest };
+  }
+
   function stepsView(steps) {
     steps = Object.fromEntries(Object.entries(steps || {}).filter(([, v]) => v !== null && v !== undefined));
     if (!Object.keys(steps).length) return el("p", { class: "note" }, "no step results");
-    const statements = steps.preprocess && Array.isArray(steps.preprocess.statements) ? steps.preprocess.statements : null;
-    const verdicts = steps.analyze && Array.isArray(steps.analyze.results) ? steps.analyze.results : null;
-    if (statements && verdicts) {
-      const body = statements.map((s, i) => {
-        const v = verdicts[i] || {};
-        return el("tr", {}, el("td", {}, s), el("td", {}, v.result ?? v.verdict ?? "–"), el("td", {}, v.reason ?? ""));
-      });
-      return el("table", { class: "steps" }, el("thead", {}, el("tr", {}, el("th", {}, "statement"), el("th", {}, "verdict"), el("th", {}, "reason"))), el("tbody", {}, ...body));
-    }
-    const box = el("div", {});
-    for (const [name, result] of Object.entries(steps)) box.append(el("div", { class: "muted" }, name), el("pre", {}, JSON.stringify(result, null, 2)));
+    const judged = judgements(steps);
+    const box = el("div", {}, judged ? judged.table : null);
+    for (const [name, result] of Object.entries(judged ? judged.rest : steps)) box.append(el("div", { class: "muted" }, name), el("pre", {}, JSON.stringify(result, null, 2)));
     return box;
   }
 
@@ -67,7 +83,7 @@ async function unpackItems() {
         const side = (label, score, output, reason, steps) => el("div", {},
           el("h5", {}, label, " score ", fmt(score)), el("pre", {}, asText(output)),
           reason ? el("div", {}, el("span", { class: "muted" }, "reason: "), reason) : null, stepsView(steps));
-        moved.append(el("details", { class: "moved-item" },
+        moved.append(el("details", { class: "moved-item", "data-scorer": group.scorer },
           el("summary", {}, el("span", { class: "tag " + m.moved }, m.moved), " ", el("code", {}, m.item_id), " ", signed(m.delta), " (", fmt(m.score_a), " → ", fmt(m.score_b), ")"),
           el("div", { class: "input" }, el("span", { class: "muted" }, "input"), el("pre", {}, asText(m.input))),
           el("div", { class: "sides" }, side("baseline", m.score_a, m.output_a, m.reason_a, m.steps_a), side("this run", m.score_b, m.output_b, m.reason_b, m.steps_b))));
@@ -132,7 +148,8 @@ async function unpackItems() {
   function cellView(c) {
     if (!c) return el("div", { class: "cell-score muted" }, "–");
     const [st, score] = c;
-    return el("div", { class: "cell-score", title: st + (c[3] ? ": " + c[3] : "") }, st === "scored" ? fmt(score) : el("span", { class: "tag " + st }, st));
+    const why = c[3] || c[2]; // an error's message, a skipped cell's reason
+    return el("div", { class: "cell-score", title: st + (why ? ": " + why : "") }, st === "scored" ? fmt(score) : el("span", { class: "tag " + st }, st));
   }
 
   function draw() {
