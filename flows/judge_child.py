@@ -22,6 +22,27 @@ def _error_reply(exc: BaseException) -> tuple[str, str | JudgeError, float | Non
     return "other", f"{type(exc).__name__}: {exc}", None
 
 
+# litellm's lists of logging callbacks: with any set, a warm-up completion would be logged as if it were real.
+_CALLBACK_LISTS = ("callbacks", "success_callback", "_async_success_callback", "failure_callback",
+                   "_async_failure_callback", "input_callback")
+
+
+async def _warm_up() -> None:
+    """litellm's first completion in a process costs ~0.5-0.7 s here (lazy imports, pydantic models built on
+    first use), each later one ~15-25 ms. A mock completion (``mock_response``: nothing leaves the process)
+    pays it while the parent still sets up its run, instead of the run's first judge requests. Skipped when
+    litellm has a logging callback, which would record the mock call."""
+    import litellm
+
+    if any(getattr(litellm, name, None) for name in _CALLBACK_LISTS):
+        return
+    try:
+        await litellm.acompletion(model="openai/evalduck-warm-up", api_key="-", mock_response=".",
+                                  messages=[{"role": "user", "content": "."}])
+    except Exception:  # noqa: BLE001 - only a warm-up: the first real request pays what this did not
+        pass
+
+
 def _child(conn: Connection) -> None:
     """The child: one coroutine per request, answers sent back as they finish."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -66,6 +87,7 @@ def _child(conn: Connection) -> None:
                     pending.add(task)
                     task.add_done_callback(pending.discard)
 
+        await _warm_up()  # requests sent meanwhile wait in the socket
         loop.add_reader(conn.fileno(), readable)
         await closed
         loop.remove_reader(conn.fileno())

@@ -204,3 +204,42 @@ def test_a_prestarted_child_is_the_one_the_next_run_leases() -> None:
         assert first.alive
     with leased_judge_process() as again:
         assert again is first
+
+
+def test_the_child_warms_litellm_up_on_a_mock_completion_that_nothing_sees(
+    judge: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judge child pays litellm's first-call cost on a mock completion before it serves: no request leaves the
+    process, and with a logging callback set (which would record it) there is no warm-up at all."""
+    import litellm
+    from litellm.integrations.custom_logger import CustomLogger
+
+    from flows.judge_child import _CALLBACK_LISTS, _warm_up
+
+    for name in _CALLBACK_LISTS:  # as in a child: what earlier tests here registered is not there
+        monkeypatch.setattr(litellm, name, [])
+    calls: list[dict[str, Any]] = []
+    real = litellm.acompletion
+
+    async def counted(**kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return await real(**kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", counted)
+    monkeypatch.setenv("OPENAI_API_BASE", judge.base_url)  # where a real request would go
+    asyncio.run(_warm_up())
+    assert len(calls) == 1 and calls[0]["mock_response"]
+    assert judge.request_count == 0
+
+    class Logger(CustomLogger):
+        def __init__(self) -> None:
+            super().__init__()
+            self.events: list[Any] = []
+
+        async def async_log_success_event(self, *args: Any, **kwargs: Any) -> None:
+            self.events.append(args)
+
+    logger = Logger()
+    monkeypatch.setattr(litellm, "callbacks", [logger])
+    asyncio.run(_warm_up())
+    assert len(calls) == 1 and logger.events == []
