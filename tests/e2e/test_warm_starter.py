@@ -11,9 +11,9 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
+import early
 import pytest
 from e2e_harness import CLI, none_left, ours, project_folder, wait_for
 
@@ -78,19 +78,27 @@ def _log(cwd: Path) -> str:
     return log.read_text() if log.exists() else ""
 
 
+@early.job("warm_folder")
+def _first_run(context: early.Context) -> tuple[Path, dict[str, str], subprocess.CompletedProcess[str]]:
+    """The folder's first run, which starts its server and warm starter; ended at the session's end."""
+    cwd, env = context.enter(project_folder(context.root, context.env))
+    write_target(cwd, "one")
+    _, first = run(cwd, env)
+    return cwd, env, first
+
+
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
-    """The folder after its first run, which started its server and warm starter."""
-    with project_folder(tmp_path_factory.mktemp("warm")) as (cwd, env):
-        write_target(cwd, "one")
-        _, first = run(cwd, env)
-        assert first.returncode == 0, first.stdout + first.stderr
-        assert "Started a local Prefect server for this folder" in first.stderr
-        assert "and a warm starter for the next runs" in first.stderr
-        started = record(cwd)
-        assert started["prefect_home"] == env["PREFECT_HOME"] and started["server_pid"] in ours(env)
-        assert f"{started['ui_url']}/runs/flow-run/" in first.stdout  # the run's page on the folder's server
-        yield cwd, env
+def folder() -> tuple[Path, dict[str, str]]:
+    """The folder after its first run, which started its server and warm starter (in the background, when
+    the session was collected: tests/e2e/early.py)."""
+    cwd, env, first = early.result("warm_folder")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "Started a local Prefect server for this folder" in first.stderr
+    assert "and a warm starter for the next runs" in first.stderr
+    started = record(cwd)
+    assert started["prefect_home"] == env["PREFECT_HOME"] and started["server_pid"] in ours(env)
+    assert f"{started['ui_url']}/runs/flow-run/" in first.stdout  # the run's page on the folder's server
+    return cwd, env
 
 
 def test_later_runs_fork_from_the_warm_starter_and_see_a_changed_target(folder: tuple[Path, dict[str, str]]) -> None:
