@@ -4,8 +4,8 @@
 the process work pool, runs the real `prefect --no-prompt deploy --all` on a test copy of the project's
 `prefect.yaml` (only the interval schedule is shortened and switched off, so the test that checks the
 scheduler decides when it runs) and starts a real worker. It runs in a process of its own, started in the
-background as soon as the session is collected (tests/e2e/early.py); at the session's end `stop()` ends all
-of it by process id, whatever the tests did.
+background with the first e2e test (tests/e2e/early.py; the e2e tests that use it run last); at the session's
+end `stop()` ends all of it by process id, whatever the tests did.
 """
 
 from __future__ import annotations
@@ -38,11 +38,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     early.launch({name for item in session.items for name in getattr(item, "fixturenames", ())})
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """With the first e2e test, start the late jobs that the selected tests ask for."""
+    if item.get_closest_marker("e2e") is not None:
+        early.launch({name for i in item.session.items for name in getattr(i, "fixturenames", ())}, late=True)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     early.finish()
 
 
-@early.job("stack")
+@early.job("stack", late=True)
 def _start_stack(context: early.Context) -> tuple[ServeOptions, ServeState]:
     root = context.root
     options = ServeOptions(

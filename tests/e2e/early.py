@@ -6,7 +6,9 @@ server: 35-55 s each here), mostly on one core, and the e2e tests run last (test
 done by the time their tests ask; the tests assert exactly what they asserted when they did the work themselves.
 
 One job at a time, in the order they were registered, so the jobs take at most one core from the tests
-running meanwhile. A job only starts subprocesses, with the environment the session had when it was collected
+running meanwhile. A job registered ``late`` starts with the first e2e test instead (the e2e installation:
+idle, its worker's 1 s polls and its scheduler's 2 s loop cost ~5 s of CPU a minute; the e2e tests that need it
+run after the others, tests/conftest.py). A job only starts subprocesses, with the environment the session had when it was collected
 (never os.environ at run time, which a test may be patching at that moment), in a folder of its own. Only the
 jobs some selected test asks for (by fixture name) are started; `--collect-only` starts none.
 """
@@ -45,6 +47,7 @@ class Context:
 
 
 _registry: dict[str, Callable[[Context], Any]] = {}
+_late: set[str] = set()
 _futures: dict[str, Future[Any]] = {}
 _contexts: list[Context] = []
 _lock = threading.Lock()
@@ -52,20 +55,23 @@ _pool: ThreadPoolExecutor | None = None
 _base: Path | None = None
 
 
-def job(name: str) -> Callable[[Callable[[Context], Any]], Callable[[Context], Any]]:
-    """Register ``fn`` as the early job behind the fixture ``name``."""
+def job(name: str, late: bool = False) -> Callable[[Callable[[Context], Any]], Callable[[Context], Any]]:
+    """Register ``fn`` as the early job behind the fixture ``name``; ``late``: launched with the first e2e test."""
 
     def register(fn: Callable[[Context], Any]) -> Callable[[Context], Any]:
         _registry[name] = fn
+        if late:
+            _late.add(name)
         return fn
 
     return register
 
 
-def launch(names: set[str]) -> None:
-    """Start the registered jobs among ``names`` (the fixtures the selected tests use), in registration order."""
+def launch(names: set[str], late: bool = False) -> None:
+    """Start the registered jobs among ``names`` (the fixtures the selected tests use), in registration order;
+    the ``late`` ones too when ``late``."""
     global _pool, _base
-    wanted = [name for name in _registry if name in names and name not in _futures]
+    wanted = [name for name in _registry if name in names and name not in _futures and (late or name not in _late)]
     if not wanted:
         return
     env = dict(os.environ)
@@ -83,7 +89,7 @@ def launch(names: set[str]) -> None:
 def result(name: str) -> Any:
     """The job's result (waiting for it); started now, in the foreground, if nothing launched it."""
     if name not in _futures:
-        launch({name})
+        launch({name}, late=True)
     return _futures[name].result()
 
 
