@@ -94,10 +94,11 @@ def result(name: str) -> Any:
 
 
 def finish() -> None:
-    """At the session's end: wait for the jobs, then run their clean-ups, last registered first."""
+    """At the session's end: drop the jobs not started yet (a session stopped early, `-x`), wait for the one
+    running, then run the clean-ups, last registered first."""
     if _pool is None:
         return
-    _pool.shutdown(wait=True)
+    _pool.shutdown(wait=True, cancel_futures=True)
     for context in reversed(_contexts):
         for cleanup in reversed(context.cleanups):
             with contextlib.suppress(Exception):
