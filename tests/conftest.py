@@ -29,8 +29,10 @@ os.environ.pop("EVALDUCK_DB", None)
 def pytest_collection_modifyitems(items: list) -> None:  # type: ignore[type-arg]
     """Run the end-to-end tests last. One of them runs a flow in this process against the e2e server, and
     Prefect's process-wide events worker stays bound to that server afterwards, so task runs of later
-    in-process flows (against the test harness) would never be recorded."""
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
+    in-process flows (against the test harness) would never be recorded. Among them, those of the e2e
+    installation (the `stack` fixture) last: it is started in the background with the first e2e test
+    (tests/e2e/early.py), while the others run."""
+    items.sort(key=lambda item: (item.get_closest_marker("e2e") is not None, "stack" in item.fixturenames))
 
 
 @pytest.fixture(scope="module")

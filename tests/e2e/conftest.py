@@ -3,25 +3,54 @@
 `serve()` starts `prefect server start` on a free loopback port with a temporary PREFECT_HOME, creates
 the process work pool, runs the real `prefect --no-prompt deploy --all` on a test copy of the project's
 `prefect.yaml` (only the interval schedule is shortened and switched off, so the test that checks the
-scheduler decides when it runs) and starts a real worker. The finalizer ends all of it by process id,
-whatever the tests did.
+scheduler decides when it runs) and starts a real worker. It runs in a process of its own, started in the
+background with the first e2e test (tests/e2e/early.py; the e2e tests that use it run last); at the session's
+end `stop()` ends all of it by process id, whatever the tests did.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import early
 import httpx
 import pytest
 from e2e_harness import REPO, PrefectApi, Stack, free_port, project_folder, short_interval_prefect_yaml
 
-from flows.server import ServeOptions, serve, stop
+from flows.server import ServeOptions, ServeState, stop
+
+# `serve()` in a process of its own: its lines on stderr, the state it returns as the last line of stdout.
+SERVE = """\
+import sys
+from flows.server import ServeOptions, serve
+state = serve(ServeOptions.model_validate_json(sys.argv[1]), say=lambda line: print(f"[e2e serve] {line}", file=sys.stderr))
+print(state.model_dump_json())
+"""
 
 
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    root = tmp_path_factory.mktemp("e2e")
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the early jobs that the selected tests ask for (tests/e2e/early.py)."""
+    if session.config.option.collectonly or not session.items:
+        return
+    early.launch({name for item in session.items for name in getattr(item, "fixturenames", ())})
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """With the first e2e test, start the late jobs that the selected tests ask for."""
+    if item.get_closest_marker("e2e") is not None:
+        early.launch({name for i in item.session.items for name in getattr(i, "fixturenames", ())}, late=True)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    early.finish()
+
+
+@early.job("stack", late=True)
+def _start_stack(context: early.Context) -> tuple[ServeOptions, ServeState]:
+    root = context.root
     options = ServeOptions(
         project_dir=REPO,
         state_dir=root / "state",
@@ -41,12 +70,19 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             "OPENAI_API_KEY": "sk-fake-e2e",  # the judge in test_deployments is a fake server on 127.0.0.1
         },
     )
-    try:
-        state = serve(options, say=lambda line: print(f"[e2e serve] {line}"))
-        with httpx.Client(base_url=state.api_url, timeout=30) as client:
-            yield Stack(state=state, options=options, api=PrefectApi(client))
-    finally:
-        stop(options.state_dir, say=lambda line: print(f"[e2e stop] {line}"))
+    context.cleanups.append(lambda: stop(options.state_dir, say=lambda line: print(f"[e2e stop] {line}")))
+    done = subprocess.run([sys.executable, "-c", SERVE, options.model_dump_json()], cwd=REPO, env=context.env,
+                          capture_output=True, text=True, timeout=900)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise RuntimeError(f"serve() failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr[-6000:]}")
+    return options, ServeState.model_validate_json(done.stdout.splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    options, state = early.result("stack")
+    with httpx.Client(base_url=state.api_url, timeout=30) as client:
+        yield Stack(state=state, options=options, api=PrefectApi(client))
 
 
 @pytest.fixture

@@ -138,9 +138,11 @@ def jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def user_env(prefect_home: Path) -> dict[str, str]:
-    """The environment of a user's shell (no CI, no server set) with its own PREFECT_HOME."""
-    env = {k: v for k, v in os.environ.items() if k not in {"CI", "EVALDUCK_EPHEMERAL", "PREFECT_API_URL"}}
+def user_env(prefect_home: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a user's shell (no CI, no server set) with its own PREFECT_HOME; from ``base``
+    (default os.environ)."""
+    base = dict(os.environ) if base is None else base
+    env = {k: v for k, v in base.items() if k not in {"CI", "EVALDUCK_EPHEMERAL", "PREFECT_API_URL"}}
     env["PREFECT_HOME"] = str(prefect_home)
     return env
 
@@ -167,11 +169,11 @@ def none_left(env: dict[str, str], timeout: float = 20.0) -> list[int]:
 
 
 @contextmanager
-def project_folder(path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+def project_folder(path: Path, base: dict[str, str] | None = None) -> Iterator[tuple[Path, dict[str, str]]]:
     """`path` as a project folder with a dataset, and a user's environment with its own PREFECT_HOME; on
     leaving, `evalduck stop`, then whatever is still ours is killed."""
     (path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    env = user_env(path / "prefect-home")
+    env = user_env(path / "prefect-home", base)
     try:
         yield path, env
     finally:

@@ -2,7 +2,9 @@
 by the first run, reused by the next, ended by `evalduck stop`; a stale record is recovered; in CI nothing is
 left behind. Each test has its own folder and PREFECT_HOME, and finds our processes by that PREFECT_HOME. The
 first run starting the folder's server, the second reusing it (same server pid, the flow-run URL printed) and
-`evalduck stop` leaving nothing are in test_warm_starter.py, whose folder goes through exactly that."""
+`evalduck stop` leaving nothing are in test_warm_starter.py, whose folder goes through exactly that. The stale
+record's run and the CI run are started in the background when the session is collected (tests/e2e/early.py);
+their tests check what they left."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ import threading
 import time
 from pathlib import Path
 
+import early
 import pytest
-from e2e_harness import CLI, none_left, ours
+from e2e_harness import CLI, none_left, ours, project_folder
 
 pytestmark = pytest.mark.e2e
 
@@ -40,9 +43,10 @@ class _NotOurs(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_a_stale_record_is_recovered(folder: tuple[Path, dict[str, str]]) -> None:
-    """The record names a process that is gone, on a port something else now answers: neither is used."""
-    cwd, env = folder
+@early.job("stale_record_run")
+def _stale_record_run(context: early.Context) -> tuple[Path, dict[str, str], str, int]:
+    """A run in a folder whose record names a process that is gone, on a port something else now answers."""
+    cwd, env = context.enter(project_folder(context.root, context.env))
     gone = subprocess.Popen(["true"])
     gone.wait()
     stranger = http.server.HTTPServer(("127.0.0.1", 0), _NotOurs)
@@ -53,18 +57,40 @@ def test_a_stale_record_is_recovered(folder: tuple[Path, dict[str, str]]) -> Non
         (cwd / ".evalduck" / "serve.json").write_text(json.dumps(
             {"api_url": url, "ui_url": url.removesuffix("/api"), "server_pid": gone.pid, "project_dir": str(cwd)}))
         run(cwd, env, "--name", "stale")
-        recovered = state(cwd)
-        assert recovered["api_url"] != url and recovered["server_pid"] != gone.pid
-        assert recovered["server_pid"] in ours(env)
     finally:
         stranger.shutdown()
+    return cwd, env, url, gone.pid
 
 
-def test_in_ci_a_run_leaves_nothing_behind(folder: tuple[Path, dict[str, str]]) -> None:
-    cwd, env = folder
+@early.job("ci_run")
+def _ci_run(context: early.Context) -> tuple[dict[str, str], subprocess.CompletedProcess[str], bool]:
+    cwd, env = context.enter(project_folder(context.root, context.env))
     proc = run(cwd, {**env, "CI": "true"}, "--name", "ci")
+    return env, proc, (cwd / ".evalduck" / "serve.json").exists()
+
+
+@pytest.fixture
+def stale_record_run() -> tuple[Path, dict[str, str], str, int]:
+    return early.result("stale_record_run")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def ci_run() -> tuple[dict[str, str], subprocess.CompletedProcess[str], bool]:
+    return early.result("ci_run")  # type: ignore[no-any-return]
+
+
+def test_a_stale_record_is_recovered(stale_record_run: tuple[Path, dict[str, str], str, int]) -> None:
+    """The record named a process that is gone, on a port something else answered: neither is used."""
+    cwd, env, url, gone_pid = stale_record_run
+    recovered = state(cwd)
+    assert recovered["api_url"] != url and recovered["server_pid"] != gone_pid
+    assert recovered["server_pid"] in ours(env)
+
+
+def test_in_ci_a_run_leaves_nothing_behind(ci_run: tuple[dict[str, str], subprocess.CompletedProcess[str], bool]) -> None:
+    env, proc, recorded = ci_run
     assert "a temporary server for this run" in proc.stderr
-    assert not (cwd / ".evalduck" / "serve.json").exists()
+    assert not recorded
     assert none_left(env) == []
 
 

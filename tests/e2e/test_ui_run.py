@@ -33,23 +33,36 @@ if not CHROMIUM.exists() and not REQUIRED:
     pytest.skip(MISSING, allow_module_level=True)  # before the session's Prefect server is started for it
 
 
-@pytest.fixture
-def browser_page(tmp_path: Path) -> Iterator[object]:
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One headless Chromium for the module (a start costs seconds); each test gets a page of its own."""
     if not CHROMIUM.exists():
         pytest.fail(f"EVALDUCK_REQUIRE_BROWSER=1 but {MISSING}")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"), executable_path=str(CHROMIUM), headless=True,
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
             args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 900},
         )
         # The V2 UI loads the Amplitude SDK even with analytics off; keep it from trying the network.
         context.route(re.compile(r".*amplitude\.com.*"), lambda route: route.abort())
         try:
-            yield context.new_page()
+            yield context
         finally:
             context.close()
+
+
+@pytest.fixture
+def browser_page(browser: object) -> Iterator[object]:
+    from playwright.sync_api import BrowserContext
+
+    assert isinstance(browser, BrowserContext)
+    page = browser.new_page()
+    try:
+        yield page
+    finally:
+        page.close()
 
 
 def open_deployment_page(page: object, stack: Stack, deployment: dict[str, Any]) -> None:

@@ -11,9 +11,9 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
+import early
 import pytest
 from e2e_harness import CLI, none_left, ours, project_folder, wait_for
 
@@ -78,23 +78,31 @@ def _log(cwd: Path) -> str:
     return log.read_text() if log.exists() else ""
 
 
+@early.job("warm_folder")
+def _first_run(context: early.Context) -> tuple[Path, dict[str, str], subprocess.CompletedProcess[str]]:
+    """The folder's first run, which starts its server and warm starter; ended at the session's end."""
+    cwd, env = context.enter(project_folder(context.root, context.env))
+    write_target(cwd, "one")
+    _, first = run(cwd, env)
+    return cwd, env, first
+
+
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
-    """The folder after its first run, which started its server and warm starter."""
-    with project_folder(tmp_path_factory.mktemp("warm")) as (cwd, env):
-        write_target(cwd, "one")
-        _, first = run(cwd, env)
-        assert first.returncode == 0, first.stdout + first.stderr
-        assert "Started a local Prefect server for this folder" in first.stderr
-        assert "and a warm starter for the next runs" in first.stderr
-        started = record(cwd)
-        assert started["prefect_home"] == env["PREFECT_HOME"] and started["server_pid"] in ours(env)
-        assert f"{started['ui_url']}/runs/flow-run/" in first.stdout  # the run's page on the folder's server
-        yield cwd, env
+def warm_folder() -> tuple[Path, dict[str, str]]:
+    """The folder after its first run, which started its server and warm starter (in the background, when
+    the session was collected: tests/e2e/early.py)."""
+    cwd, env, first = early.result("warm_folder")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "Started a local Prefect server for this folder" in first.stderr
+    assert "and a warm starter for the next runs" in first.stderr
+    started = record(cwd)
+    assert started["prefect_home"] == env["PREFECT_HOME"] and started["server_pid"] in ours(env)
+    assert f"{started['ui_url']}/runs/flow-run/" in first.stdout  # the run's page on the folder's server
+    return cwd, env
 
 
-def test_later_runs_fork_from_the_warm_starter_and_see_a_changed_target(folder: tuple[Path, dict[str, str]]) -> None:
-    cwd, env = folder
+def test_later_runs_fork_from_the_warm_starter_and_see_a_changed_target(warm_folder: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = warm_folder
     starter = warm(cwd)
     assert socket_path(cwd / ".evalduck").exists()
     seen = len(where(cwd))
@@ -117,8 +125,8 @@ def test_later_runs_fork_from_the_warm_starter_and_see_a_changed_target(folder: 
     assert "refused" not in _log(cwd)
 
 
-def test_exit_codes_are_the_runs(folder: tuple[Path, dict[str, str]]) -> None:
-    cwd, env = folder
+def test_exit_codes_are_the_runs(warm_folder: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = warm_folder
     warm(cwd)
     usage = subprocess.run([CLI, "run", "data.jsonl", "--concurrency", "0"], cwd=cwd, env=env, capture_output=True,
                            text=True, timeout=120)
@@ -131,8 +139,8 @@ def test_exit_codes_are_the_runs(folder: tuple[Path, dict[str, str]]) -> None:
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
-def test_ending_the_client_ends_its_run(folder: tuple[Path, dict[str, str]], how: signal.Signals) -> None:
-    cwd, env = folder
+def test_ending_the_client_ends_its_run(warm_folder: tuple[Path, dict[str, str]], how: signal.Signals) -> None:
+    cwd, env = warm_folder
     starter = warm(cwd)
     write_target(cwd, f"slow-{how.name}", sleep=120)
     proc = cli(cwd, env, "run", "data.jsonl", "-s", "tone-scorer", "--target", "where_target:answer", "--no-cache",
@@ -148,8 +156,8 @@ def test_ending_the_client_ends_its_run(folder: tuple[Path, dict[str, str]], how
     write_target(cwd, "one")
 
 
-def test_in_ci_runs_never_use_the_starter(folder: tuple[Path, dict[str, str]]) -> None:
-    cwd, env = folder
+def test_in_ci_runs_never_use_the_starter(warm_folder: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = warm_folder
     warm(cwd)
     # CI only: --ephemeral and EVALDUCK_EPHEMERAL=1 take the same branch of flows.launch (flows.folder.ephemeral).
     # The run records to the folder's server through PREFECT_API_URL, which flows.launch does not read, so it
@@ -159,8 +167,8 @@ def test_in_ci_runs_never_use_the_starter(folder: tuple[Path, dict[str, str]]) -
     assert where(cwd)[-1]["pid"] == pid
 
 
-def test_a_stale_starter_record_is_replaced(folder: tuple[Path, dict[str, str]]) -> None:
-    cwd, env = folder
+def test_a_stale_starter_record_is_replaced(warm_folder: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = warm_folder
     state = record(cwd)
     os.kill(int(state["starter_pid"]), signal.SIGKILL)  # type: ignore[arg-type]
     gone = subprocess.Popen(["true"])
@@ -178,8 +186,8 @@ def test_a_stale_starter_record_is_replaced(folder: tuple[Path, dict[str, str]])
     assert third.returncode == 0 and where(cwd)[-1]["ppid"] == replaced
 
 
-def test_stop_ends_the_starter_and_leaves_nothing_of_ours(folder: tuple[Path, dict[str, str]]) -> None:
-    cwd, env = folder
+def test_stop_ends_the_starter_and_leaves_nothing_of_ours(warm_folder: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = warm_folder
     warm(cwd)
     renderer = renderer_pid(cwd)
     assert renderer in ours(env)
