@@ -195,8 +195,9 @@ def test_a_lower_is_better_scorer_fails_the_gate_when_it_rises(tmp_path: Path) -
     code, out, err = _cli(db, "compare", "high", "low", "--fail-below", "0.1")
     assert code == 0 and "OK:" in out, out + err
     shown = _cli(db, "show", "high")[1]
-    # the scorers table, then its 5 worst items, which for this scorer are the highest: q9 (0.45), never q0 (0.40)
-    assert shown.count("hallucination-scorer (lower is better)") == 1 + 5, shown
+    # the scorers table, the trend over the name's two runs, then its 5 worst items, which for this scorer are
+    # the highest: q9 (0.45), never q0 (0.40)
+    assert shown.count("hallucination-scorer (lower is better)") == 1 + 1 + 5, shown
     assert "q9" in shown and "q0" not in shown, shown
 
 
