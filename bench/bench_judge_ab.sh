@@ -12,24 +12,14 @@ WORK="$(mktemp -d -t evalduck-bench-judge-XXXX)"
 # shellcheck source=bench/judge_workload.sh
 source "$NEW/bench/judge_workload.sh"
 write_judge200 "$NEW/.venv/bin/python" "$WORK/judge200.jsonl"
-folder() { echo "$WORK/$(basename "$1")"; }
-cleanup() {
-  for tree in "$BASE" "$NEW"; do d="$(folder "$tree")"; (cd "$d" && PREFECT_HOME="$d/ph" "$tree/.venv/bin/evalduck" stop >/dev/null 2>&1) || true; done
-  kill "$JUDGE" 2>/dev/null || true
-}
 start_fake_judge "$NEW/.venv/bin/python" "$WORK"
-trap cleanup EXIT
-ARGS=(run judge200.jsonl -s answer-relevancy-scorer --judge-model openai/fake-judge --judge-api-base "$URL" --concurrency 16 --no-cache --name j)
-for tree in "$BASE" "$NEW"; do
-  d="$(folder "$tree")"; mkdir -p "$d"; cp "$WORK/judge200.jsonl" "$d/"
-  (cd "$d" && PREFECT_HOME="$d/ph" "$tree/.venv/bin/evalduck" "${ARGS[@]}" >/dev/null 2>&1)
-done
-sleep "${WARM_WAIT:-20}"  # the warm starters' imports
+trap ab_cleanup EXIT
+ab_warm_up
 for i in 1 2 3; do
   for tree in "$BASE" "$NEW"; do
-    d="$(folder "$tree")"
+    d="$(ab_folder "$tree")"
     (cd "$d" && PREFECT_HOME="$d/ph" /usr/bin/time -f "$(basename "$tree") judge-bound run $i: %e s (floor 39 s)" "$tree/.venv/bin/evalduck" "${ARGS[@]}" >/dev/null 2>err.txt; tail -1 err.txt)
   done
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-for tree in "$BASE" "$NEW"; do echo "$(basename "$tree"): runs forked by the warm starter: $(grep -c '(cli)' "$(folder "$tree")/.evalduck/warm.log" || true)"; done
+for tree in "$BASE" "$NEW"; do echo "$(basename "$tree"): runs forked by the warm starter: $(grep -c '(cli)' "$(ab_folder "$tree")/.evalduck/warm.log" || true)"; done

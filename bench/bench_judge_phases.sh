@@ -14,23 +14,13 @@ source "$NEW/bench/judge_workload.sh"
 write_judge200 "$PY" "$WORK/judge200.jsonl"
 (cd "$NEW" && exec "$PY" bench/judge_phases.py serve "$WORK/judge.log" >"$WORK/judge_url.txt") &
 JUDGE=$!
-folder() { echo "$WORK/$(basename "$1")"; }
-cleanup() {
-  for tree in "$BASE" "$NEW"; do d="$(folder "$tree")"; (cd "$d" && PREFECT_HOME="$d/ph" "$tree/.venv/bin/evalduck" stop >/dev/null 2>&1) || true; done
-  kill "$JUDGE" 2>/dev/null || true
-}
-trap cleanup EXIT
+trap ab_cleanup EXIT
 for _ in $(seq 100); do [ -s "$WORK/judge_url.txt" ] && break; sleep 0.1; done
 URL="$(head -1 "$WORK/judge_url.txt")"
-ARGS=(run judge200.jsonl -s answer-relevancy-scorer --judge-model openai/fake-judge --judge-api-base "$URL" --concurrency 16 --no-cache --name j)
-for tree in "$BASE" "$NEW"; do
-  d="$(folder "$tree")"; mkdir -p "$d"; cp "$WORK/judge200.jsonl" "$d/"
-  (cd "$d" && PREFECT_HOME="$d/ph" "$tree/.venv/bin/evalduck" "${ARGS[@]}" >/dev/null 2>&1)
-done
-sleep "${WARM_WAIT:-20}"  # the warm starters' imports
+ab_warm_up
 for i in $(seq "$PAIRS"); do
   for tree in "$BASE" "$NEW"; do
-    d="$(folder "$tree")"
+    d="$(ab_folder "$tree")"
     t0=$(date +%s.%N)
     (cd "$d" && PREFECT_HOME="$d/ph" "$tree/.venv/bin/evalduck" "${ARGS[@]}" >/dev/null 2>err.txt)
     t1=$(date +%s.%N)

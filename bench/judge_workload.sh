@@ -21,3 +21,21 @@ with FakeOpenAIServer(latency=1.0) as s:
   for _ in $(seq 100); do [ -s "$2/judge_url.txt" ] && break; sleep 0.1; done
   URL="$(head -1 "$2/judge_url.txt")"
 }
+
+# For the A/B scripts (bench_judge_ab.sh, bench_judge_phases.sh), with WORK, BASE, NEW, JUDGE and URL set:
+#   ab_folder TREE   the folder a checkout's runs use
+#   ab_cleanup       stops both folders' servers and the judge (trap it on EXIT)
+#   ab_warm_up       sets ARGS, runs once in each folder (its server and warm starter start), waits for imports
+ab_folder() { echo "$WORK/$(basename "$1")"; }
+ab_cleanup() {
+  for tree in "$BASE" "$NEW"; do d="$(ab_folder "$tree")"; (cd "$d" && PREFECT_HOME="$d/ph" "$tree/.venv/bin/evalduck" stop >/dev/null 2>&1) || true; done
+  kill "$JUDGE" 2>/dev/null || true
+}
+ab_warm_up() {
+  ARGS=(run judge200.jsonl -s answer-relevancy-scorer --judge-model openai/fake-judge --judge-api-base "$URL" --concurrency 16 --no-cache --name j)
+  for tree in "$BASE" "$NEW"; do
+    d="$(ab_folder "$tree")"; mkdir -p "$d"; cp "$WORK/judge200.jsonl" "$d/"
+    (cd "$d" && PREFECT_HOME="$d/ph" "$tree/.venv/bin/evalduck" "${ARGS[@]}" >/dev/null 2>&1)
+  done
+  sleep "${WARM_WAIT:-20}"  # the warm starters' imports
+}
