@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ("GateVerdict", "gate", "rule_text", "higher_is_better", "direction_note")
+__all__ = ("GateVerdict", "gate", "rule_text", "higher_is_better", "direction_label", "direction_note")
 
 
 class GateVerdict(BaseModel):
@@ -32,9 +32,13 @@ def higher_is_better(row: Mapping[str, Any]) -> bool:
     return row.get("higher_is_better") is not False
 
 
+def direction_label(higher_is_better: bool) -> str:
+    return "higher is better" if higher_is_better else "lower is better"
+
+
 def direction_note(row: Mapping[str, Any]) -> str:
     """What a display adds after a lower-is-better scorer's id."""
-    return "" if higher_is_better(row) else " (lower is better)"
+    return "" if higher_is_better(row) else f" ({direction_label(False)})"
 
 
 def _bound(row: Mapping[str, Any]) -> float | None:

@@ -140,8 +140,8 @@ class DaskDispatch:
 
 
 def portables(scorers: Sequence[Scorer], target: Target) -> dict[str, PortableScorer]:
-    """Each scorer as a worker gets it; the target checked to pickle (``prepare_run`` calls it first, so a
-    run that cannot go to Dask stops before it starts).
+    """Each scorer as a worker gets it; the target checked to pickle (``prepare_run`` calls it and keeps the
+    result on the plan, so a run that cannot go to Dask stops before it starts).
 
     Raises:
         ConfigError: a scorer or the target cannot reach a worker (named, with what to do).
@@ -170,7 +170,8 @@ def dask_dispatch(plan: RunPlan) -> Iterator[DaskDispatch]:
     from prefect_dask import DaskTaskRunner
 
     options = plan.options
-    portable = plan.portable if plan.portable is not None else portables(plan.scorers, plan.target)
+    portable = plan.portable
+    assert portable is not None, "prepare_run makes a Dask run's portable scorers"
     if options.dask_address:
         runner = DaskTaskRunner(address=options.dask_address)
     else:

@@ -7,6 +7,7 @@ every scorer before issue 13 was.
 
 from __future__ import annotations
 
+from flows.gate import direction_label
 from flows.html_report.reader import Records
 
 __all__ = ("scorer_directions", "direction_label")
@@ -20,7 +21,3 @@ def scorer_directions(records: Records, run_id: str) -> dict[str, bool]:
         return {}
     rows = records("SELECT scorer_id, higher_is_better FROM run_scorers WHERE run_id = ?", [run_id])
     return {str(r["scorer_id"]): bool(r["higher_is_better"]) for r in rows if r["higher_is_better"] is not None}
-
-
-def direction_label(higher_is_better: bool) -> str:
-    return "higher is better" if higher_is_better else "lower is better"

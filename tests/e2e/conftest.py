@@ -31,17 +31,22 @@ print(state.model_dump_json())
 """
 
 
+def _fixtures(session: pytest.Session) -> set[str]:
+    """The fixtures the selected tests ask for: the early jobs to start."""
+    return {name for item in session.items for name in getattr(item, "fixturenames", ())}
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the early jobs that the selected tests ask for (tests/e2e/early.py)."""
     if session.config.option.collectonly or not session.items:
         return
-    early.launch({name for item in session.items for name in getattr(item, "fixturenames", ())})
+    early.launch(_fixtures(session))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """With the first e2e test, start the late jobs that the selected tests ask for."""
     if item.get_closest_marker("e2e") is not None:
-        early.launch({name for i in item.session.items for name in getattr(i, "fixturenames", ())}, late=True)
+        early.launch(_fixtures(item.session), late=True)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
