@@ -99,18 +99,6 @@ def prepare_run(
         portable = portables(built, tgt)
 
     store = Store(o.db if o.db is not None else default_db_path())
-    todo: set[tuple[str, str]] | None = None
-    previous: str | None = None
-    if o.resume:
-        run_id = store.resolve_run(o.resume)
-        check_resume_dataset(store, run_id, dataset.source, dataset.hash, [i.item_id for i in dataset.items])
-        done = store.completed_cells(run_id)
-        all_ids = [s.id for s in built] + [s.scorer_id for s in skipped]
-        todo = {(i.item_id, sid) for i in dataset.items for sid in all_ids} - done
-        logger.info("resuming run %s: %d cell(s) to compute", run_id, len(todo))
-    else:
-        run_id = str(uuid.uuid4())
-        previous = store.last_completed(o.name) if o.name else None
     run_config = dict(config or {})
     run_config.setdefault("scorers", [{"id": s.id, "version": s.version, "options": dict(s.options)} for s in built])
     run_config.setdefault("target", tgt.label)
@@ -120,8 +108,20 @@ def prepare_run(
     ran += [(sk.scorer_id, sk.version, sk.higher_is_better) for sk in skipped]
     run_config["run_scorers"] = [{"id": i, "version": v, "higher_is_better": h} for i, v, h in ran]
     directions = {i: h for i, _, h in ran}
-    store.start_run(run_id, o.name, dataset.source, dataset.hash, run_config, flow_run_id,
-                    items=[i.store_record() for i in dataset.items], directions=directions)
+    todo: set[tuple[str, str]] | None = None
+    previous: str | None = None
+    with store.held():  # the operations below in a row: one opening of the file, not one each
+        if o.resume:
+            run_id = store.resolve_run(o.resume)
+            check_resume_dataset(store, run_id, dataset.source, dataset.hash, [i.item_id for i in dataset.items])
+            done = store.completed_cells(run_id)
+            todo = {(i.item_id, sid) for i in dataset.items for sid, _, _ in ran} - done
+            logger.info("resuming run %s: %d cell(s) to compute", run_id, len(todo))
+        else:
+            run_id = str(uuid.uuid4())
+            previous = store.last_completed(o.name) if o.name else None
+        store.start_run(run_id, o.name, dataset.source, dataset.hash, run_config, flow_run_id,
+                        items=[i.store_record() for i in dataset.items], directions=directions)
 
     folder = Path(o.cache_dir) if o.cache_dir else default_cache_dir()
     folder.mkdir(parents=True, exist_ok=True)

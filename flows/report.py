@@ -86,19 +86,22 @@ async def publish_report(prepared: Prepared) -> Report:
     """The run's HTML report (unless switched off) and, with a previous run of its name, the comparison
     artifact; then the summary artifact, linking the report, with the trend over the last runs of its name."""
     plan, name, previous = prepared.plan, prepared.plan.options.name, prepared.previous
-    # The page is written in a thread beside the artifacts' own reads, chart and requests, which it does not
-    # need: the run's end waits for the longer of the two, not for both (docs/benchmarks.md).
-    page = asyncio.ensure_future(asyncio.to_thread(_html_report, prepared)) if plan.options.report else None
-    try:
-        rows = summary_rows((await asyncio.to_thread(plan.store.run_summary, plan.run_id)).scorers)
-        comparison = await asyncio.to_thread(plan.store.compare, previous, plan.run_id) if previous else None
-        trend = await asyncio.to_thread(_trend_chart, prepared)
-        if comparison is not None and previous is not None:
-            await publish_comparison(artifact_key(name, "comparison"),
-                                     comparison_markdown(comparison, previous, plan.run_id, name),
-                                     f"run {plan.run_id} vs previous run {previous}")
-    finally:
-        written = await page if page is not None else None  # the summary links it, once it is there
+    # Its half-dozen reads share one opening of the file (Store.held): each open costs ~25 ms of CPU, and the
+    # two threads' reads wait for each other's (docs/benchmarks.md).
+    with plan.store.held():
+        # The page is written in a thread beside the artifacts' own reads, chart and requests, which it does
+        # not need: the run's end waits for the longer of the two, not for both (docs/benchmarks.md).
+        page = asyncio.ensure_future(asyncio.to_thread(_html_report, prepared)) if plan.options.report else None
+        try:
+            rows = summary_rows((await asyncio.to_thread(plan.store.run_summary, plan.run_id)).scorers)
+            comparison = await asyncio.to_thread(plan.store.compare, previous, plan.run_id) if previous else None
+            trend = await asyncio.to_thread(_trend_chart, prepared)
+            if comparison is not None and previous is not None:
+                await publish_comparison(artifact_key(name, "comparison"),
+                                         comparison_markdown(comparison, previous, plan.run_id, name),
+                                         f"run {plan.run_id} vs previous run {previous}")
+        finally:
+            written = await page if page is not None else None  # the summary links it, once it is there
     await publish_summary(artifact_key(name, "summary"), rows,
                           summary_description(plan.run_id, len(prepared.dataset), written.path if written else None,
                                               trend, name))

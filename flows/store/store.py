@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from flows.settings import default_db_path
 from flows.store import lake
-from flows.store.connection import connect, transaction
+from flows.store.connection import connect, held, transaction
 from flows.store.errors import StoreError, UnknownRunError
 from flows.store.liveness import mark_interrupted_runs, this_writer
 from flows.redact import redact_urls
@@ -89,6 +89,21 @@ class Store:
                 yield con
         except duckdb.IOException as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """This process's operations inside the block share one opening of the file (connection.held): for a
+        burst of them, such as a run's report; other processes wait for the block. The shared store keeps one
+        attach per process anyway: nothing to do there."""
+        if self.target.path is None:
+            yield
+            return
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(held(self.target.path, timeout=self.lock_timeout))
+            except duckdb.IOException as exc:
+                raise StoreError(f"{self.path}: {exc}") from exc
+            yield
 
     @contextmanager
     def reading(self) -> Iterator[duckdb.DuckDBPyConnection]:

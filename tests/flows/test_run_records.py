@@ -80,3 +80,37 @@ def test_a_run_is_compared_with_the_last_completed_run_of_its_name(workdir: dict
         run_evals(rows(2), scorers=[broken], name="nightly", fail_fast=True, **workdir)
     third = run_evals(rows(2), scorers=["tone-scorer"], name="nightly", **workdir)
     assert third.previous_run_id == first.run_id  # not the failed run in between, which holds part of its cells
+
+
+def test_a_runs_report_and_artifacts_read_the_file_through_one_opening(
+    workdir: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's end (summary, comparison, trend chart, HTML report: a dozen reads in two threads) opens the
+    DuckDB file once (Store.held), not once per read: each open costs ~25 ms of CPU, and the two threads'
+    reads waited for each other's."""
+    import duckdb
+
+    import flows.eval_flow as eval_flow
+
+    real_connect, real_publish = duckdb.connect, eval_flow.publish_report
+    ending: list[bool] = []
+    opened: list[str] = []
+
+    def counting(database: Any = ":memory:", *args: Any, **kwargs: Any) -> Any:
+        if ending:
+            opened.append(str(database))
+        return real_connect(database, *args, **kwargs)
+
+    async def publish(prepared: Any) -> Any:
+        ending.append(True)
+        try:
+            return await real_publish(prepared)
+        finally:
+            ending.clear()
+
+    run_evals(rows(3), scorers=["tone-scorer", "completeness-scorer"], name="end", **workdir)
+    monkeypatch.setattr(duckdb, "connect", counting)
+    monkeypatch.setattr(eval_flow, "publish_report", publish)
+    second = run_evals(rows(3), scorers=["tone-scorer", "completeness-scorer"], name="end", **workdir)
+    assert second.previous_run_id and second.comparison is not None and second.report
+    assert opened == [workdir["db"]]
