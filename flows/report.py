@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import ExitStack
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -87,8 +88,9 @@ async def publish_report(prepared: Prepared) -> Report:
     artifact; then the summary artifact, linking the report, with the trend over the last runs of its name."""
     plan, name, previous = prepared.plan, prepared.plan.options.name, prepared.previous
     # Its half-dozen reads share one opening of the file (Store.held): each open costs ~25 ms of CPU, and the
-    # two threads' reads wait for each other's (docs/benchmarks.md).
-    with plan.store.held():
+    # two threads' reads wait for each other's (docs/benchmarks.md). Opened off the loop: it may wait for a lock.
+    with ExitStack() as held:
+        await asyncio.to_thread(held.enter_context, plan.store.held())
         # The page is written in a thread beside the artifacts' own reads, chart and requests, which it does
         # not need: the run's end waits for the longer of the two, not for both (docs/benchmarks.md).
         page = asyncio.ensure_future(asyncio.to_thread(_html_report, prepared)) if plan.options.report else None

@@ -140,12 +140,10 @@ def held(path: Path, *, timeout: float | None = None) -> Iterator[None]:
     read-only `connect` inside the block can write). Nested blocks share the outer one's connection."""
     key = str(path)
     with _process_lock(path):
-        if key in _held:
-            outer = True
-        else:
-            outer = False
+        nested = key in _held
+        if not nested:
             _held[key] = _open(path, False, lock_timeout() if timeout is None else timeout)
-    if outer:
+    if nested:
         yield
         return
     try:
