@@ -34,9 +34,7 @@ print(json.dumps({"import_s": imported, "warm_up_s": time.perf_counter() - start
 
 
 def _probe(first: list[str]) -> dict[str, object]:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    out = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(first)], capture_output=True, text=True,
-                         check=True, env=env)
+    out = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(first)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
