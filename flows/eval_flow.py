@@ -35,6 +35,10 @@ from flows.settings import apply_process_defaults
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult", "FailFast", "ScorerSpec")
 
+# Called with a run's id once it is stored: a run forked by the warm starter tells its client
+# (flows/warm/child.py ``announce_run``), which names it if the starter dies before the run ends.
+run_started: Callable[[str], None] | None = None
+
 
 def _execute(
     *,
@@ -54,6 +58,8 @@ def _execute(
                            sink=current_sink(), logger=logger)
     plan = prepared.plan
     stored = False
+    if run_started is not None:
+        run_started(plan.run_id)
 
     async def body(transport: JudgeTransport) -> Report:
         """The run, then its report, on one event loop and one API client."""

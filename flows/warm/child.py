@@ -1,7 +1,8 @@
 """A child forked by the warm starter: become the client's process, run its command, exit as it would.
 
-The child takes the client's environment, working directory, argv, ``sys.path[0]`` and stdin/stdout/stderr
-(so rich sees the real terminal), rebuilds Prefect's settings and logging from that environment (Prefect
+The child takes the client's environment, working directory, argv, ``sys.path[0]``, stdin/stdout/stderr
+(so rich sees the real terminal), umask, nice value, resource limits, CPU affinity and ignored signals
+(`nohup` keeps a warm run through a SIGHUP as it keeps a run in its own process), rebuilds Prefect's settings and logging from that environment (Prefect
 read them at the starter's import), and then runs the same code the client would have run in-process:
 the evalduck CLI, or `python -m prefect.engine` for a flow run of the folder's worker. It dies with the
 starter (PR_SET_PDEATHSIG); the starter kills it when the client goes.
@@ -27,13 +28,16 @@ import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
-from flows.warm.wire import recv, send
+from flows.warm.wire import NotOurs, caller_process, connect_own, recv, send
 
-__all__ = ("active", "become_judge", "die_with_starter", "become_run", "refresh_prefect", "remember_settings", "start_judge_child")
+__all__ = ("active", "announce_run", "become_judge", "die_with_starter", "become_run", "refresh_prefect",
+           "remember_settings", "start_judge_child")
 
 _PR_SET_PDEATHSIG = 1
 # The starter's socket, in a child forked for a run (None elsewhere: the Python API and in-process runs).
 _starter_socket: str | None = None
+# The run's client (its socket with the starter, shared): told the run id, to name it if the starter dies.
+_client: socket.socket | None = None
 # What Prefect's settings and logging were last built from (``settings_sources``), set by the starter.
 _settings_built_from: tuple[Any, ...] | None = None
 _PREFECT_FILES = (".env", "prefect.toml", "pyproject.toml")  # read by Prefect's settings from the cwd
@@ -53,7 +57,8 @@ def die_with_starter() -> None:
 
 
 def _take_over(message: dict[str, Any], fds: list[int]) -> None:
-    """The client's standard streams, working directory and environment."""
+    """The client's standard streams, working directory, environment and ignored signals (its umask, nice
+    value and limits the starter's fork applied already: wire.apply_process)."""
     for target, fd in zip((0, 1, 2), fds):
         if fd != target:
             os.dup2(fd, target)
@@ -70,9 +75,22 @@ def _take_over(message: dict[str, Any], fds: list[int]) -> None:
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding=sys.stderr.encoding,
                                   errors="backslashreplace", line_buffering=True)
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _take_signals(set(message["process"]["ignored"]))
+
+
+def _take_signals(ignored: set[int]) -> None:
+    """The client's ignored signals ignored here, the starter's own (and its ignored ones) as a new Python
+    process has them: SIGINT raising KeyboardInterrupt, the rest at their default."""
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        current = signal.getsignal(sig)
+        if int(sig) in ignored:
+            signal.signal(sig, signal.SIG_IGN)
+        elif sig == signal.SIGINT:
+            signal.signal(sig, signal.default_int_handler)
+        elif sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT) or current is signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
 
 
 def settings_sources() -> tuple[Any, ...]:
@@ -108,8 +126,8 @@ def refresh_prefect() -> None:
     _settings_built_from = settings_sources()  # the profiles path may have moved with PREFECT_HOME
 
 
-def become_run(message: dict[str, Any], fds: list[int], starter_socket: str) -> NoReturn:
-    global _starter_socket
+def become_run(message: dict[str, Any], fds: list[int], starter_socket: str, client: socket.socket | None = None) -> NoReturn:
+    global _starter_socket, _client
     die_with_starter()
     try:
         os.setpgid(0, 0)  # its own process group: the starter signals the run and its children together
@@ -119,11 +137,27 @@ def become_run(message: dict[str, Any], fds: list[int], starter_socket: str) -> 
     sys.argv = list(message["argv"])
     if sys.path and message.get("path0") is not None:
         sys.path[0] = message["path0"]
-    _starter_socket = starter_socket
+    _starter_socket, _client = starter_socket, client if message["kind"] == "cli" else None
     install_judge_launcher()
+    import flows.eval_flow
+
+    flows.eval_flow.run_started = announce_run
     if message["kind"] == "engine":
         refresh_prefect()  # `evalduck run` does it itself, once it has set its console's log level
     _exit(_run(message["kind"]))
+
+
+def announce_run(run_id: str) -> None:
+    """Tell the client which run this is (and the command that resumes it), so that a client whose starter
+    dies before the run ends can name them."""
+    if _client is None:
+        return
+    from flows.cli.run_stops import resume_command
+
+    try:
+        send(_client, {"run": run_id, "resume": resume_command(run_id)})
+    except OSError:
+        pass
 
 
 def _run(kind: str) -> int:
@@ -219,14 +253,16 @@ def start_judge_child(child: socket.socket, env: dict[str, str]) -> Any:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
             sock.settimeout(10)
-            sock.connect(_starter_socket)
-            send(sock, {"kind": "judge", "env": env, "cwd": os.getcwd(), "pgid": os.getpgrp()},
-                 [child.fileno(), 1, 2])
+            connect_own(sock, _starter_socket)  # the child's socket goes to this user's starter only
+            send(sock, {"kind": "judge", "env": env, "cwd": os.getcwd(), "pgid": os.getpgrp(),
+                        "process": caller_process()}, [child.fileno(), 1, 2])
             reply, _ = recv(sock)
         if reply is not None and isinstance(reply.get("started"), int):
-            return StarterChild(reply["started"])
-    except OSError:
-        pass
+            if os.stat(f"/proc/{reply['started']}").st_uid == os.getuid():
+                return StarterChild(reply["started"])
+    except OSError as exc:
+        if isinstance(exc, NotOurs):
+            print(f"evalduck: judge requests in a child of this run instead: {exc}", file=sys.stderr)
     return judge_process.popen_child(child, env)
 
 

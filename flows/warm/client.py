@@ -1,12 +1,16 @@
 """The thin side of the warm starter: hand this process's command to a child of the folder's starter and
 stand in for it until it ends.
 
-The child gets this process's argv, working directory, environment and its stdin/stdout/stderr themselves
-(SCM_RIGHTS), so it prints to the same terminal or pipe; this process forwards SIGINT, SIGTERM, SIGHUP and
-SIGQUIT to the child's process group and exits as the child did. When this process dies, even by SIGKILL,
-the starter sees its socket close and kills the child. Whenever no starter answers or it refuses (its code
-is older than the files, a different interpreter or PYTHONPATH...), ``run_via_starter`` returns None and
-the caller runs the command itself, as it would without a starter.
+Nothing is sent before the kernel confirms that the process listening on the socket is this user's
+(SO_PEERCRED): another user's listener at the recorded path gets nothing, and the run goes here. The child
+gets this process's argv, working directory, environment, umask, nice value, resource limits, CPU affinity,
+ignored signals and its stdin/stdout/stderr themselves (SCM_RIGHTS), so it prints to the same terminal or
+pipe; this process forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGWINCH to the child's process group,
+unless it ignores them itself (`nohup`: the child ignores SIGHUP too), stops the run when it is stopped
+(Ctrl-Z) and continues it with SIGCONT, and exits as the child did. When this process dies, even by
+SIGKILL, the starter sees its socket close and kills the child. Whenever no starter answers or it refuses
+(its code is older than the files, a different interpreter or PYTHONPATH...), ``run_via_starter``
+returns None and the caller runs the command itself, as it would without a starter (`-v` says why).
 """
 
 from __future__ import annotations
@@ -18,11 +22,11 @@ import sys
 from typing import NoReturn
 
 from flows.folder import project_state_dir
-from flows.warm.wire import identity, recorded_socket, recv, send
+from flows.warm.wire import SUPPORTED, NotOurs, caller_process, connect_own, identity, recorded_socket, recv, send
 
 __all__ = ("exit_like", "run_via_starter")
 
-_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH)
 # A starter that accepted but does not answer (stopped, swamped) is given up on after this; its child, if it
 # forks one later, is killed when it finds this socket closed.
 _REPLY_TIMEOUT_S = 3.0
@@ -33,24 +37,34 @@ def run_via_starter(kind: str, args: list[str]) -> int | None:
     this folder's warm starter and return its exit code (negative: the signal that ended it); None when
     there is no starter to use, before anything ran."""
     path = recorded_socket(project_state_dir())
-    if path is None:
+    if path is None or not SUPPORTED:
         return None
+    verbose = kind == "cli" and any(arg in ("-v", "--verbose") for arg in args)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         sock.settimeout(_REPLY_TIMEOUT_S)
-        sock.connect(path)
+        connect_own(sock, path)
         request = {"kind": kind, "argv": [sys.argv[0], *args], "cwd": os.getcwd(), "env": dict(os.environ),
-                   "path0": sys.path[0] if sys.path else "", **identity()}
+                   "path0": sys.path[0] if sys.path else "", "process": caller_process(), **identity()}
         send(sock, request, [0, 1, 2])
         reply, _ = recv(sock)
-    except OSError:
+    except OSError as exc:
         sock.close()
+        if verbose or isinstance(exc, NotOurs):  # another user's socket: always said
+            _in_process(f"{'no warm starter answered' if not isinstance(exc, NotOurs) else 'refused'}: {exc}")
         return None
     if reply is None or not isinstance(reply.get("started"), int):
         sock.close()
+        if verbose:
+            _in_process(f"the warm starter refused: {(reply or {}).get('refused', 'no answer')}")
         return None
     sock.settimeout(None)
     return _stand_in(sock)
+
+
+def _in_process(why: str) -> None:
+    sys.stderr.write(f"evalduck: running in this process ({' '.join(why.split())})\n")
+    sys.stderr.flush()
 
 
 def _stand_in(sock: socket.socket) -> int:
@@ -62,15 +76,37 @@ def _stand_in(sock: socket.socket) -> int:
         except OSError:
             pass
 
+    def stopped(signum: int, frame: object) -> None:
+        """Ctrl-Z: the run stops (the starter sends its process group SIGSTOP), then so does this process,
+        as the shell expects; SIGCONT (`fg`, `bg`) continues both."""
+        forward(signum, frame)
+        os.kill(os.getpid(), signal.SIGSTOP)  # SIGTSTP could be dropped for an orphaned process group
+
     for sig in _FORWARDED:
-        signal.signal(sig, forward)
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # what the caller ignores, the child ignores too
+            signal.signal(sig, forward)
+    if signal.getsignal(signal.SIGTSTP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGTSTP, stopped)
+        signal.signal(signal.SIGCONT, forward)
+    run: dict[str, object] = {}
     while True:
         message, _ = recv(sock)
         if message is None:
-            sys.stderr.write("evalduck: the warm starter ended before the run did (see `evalduck stop`)\n")
+            sys.stderr.write(_starter_gone(run))
             return 1
         if isinstance(message.get("exit"), int):
             return int(message["exit"])
+        if isinstance(message.get("run"), str):  # the child announced its run (flows/warm/child.py)
+            run = message
+
+
+def _starter_gone(run: dict[str, object]) -> str:
+    """What to do when the starter (and with it the run) ended first: its stored cells are kept."""
+    if isinstance(run.get("resume"), str):
+        return (f"evalduck: the warm starter ended before run {run['run']} did; its stored cells are kept. "
+                f"Finish it with: {run['resume']}\n")
+    return ("evalduck: the warm starter ended before the run did; whatever it stored is kept: `evalduck runs` "
+            "lists it, and `evalduck run DATASET ... --resume RUN` finishes it\n")
 
 
 def exit_like(code: int) -> NoReturn:

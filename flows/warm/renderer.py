@@ -7,7 +7,9 @@ the starter forks one renderer child, before anything started a runtime, which s
 for the runs the starter forks: they send a Vega-Lite spec over a unix socket and get the SVG back.
 
 Everywhere else (the Python API, ephemeral and CI runs, `evalduck report`) and whenever the renderer is
-missing, refuses, dies or is too slow, ``draw_svg`` draws in-process: a chart is never lost to the renderer.
+missing, refuses, dies or is too slow, or when another user's process listens on its socket (nothing is
+sent to it: SO_PEERCRED is checked first), ``draw_svg`` draws in-process: a chart is never lost to the
+renderer, and an SVG is never taken from a process that is not this user's.
 
 The spec and the SVG travel in memory files sent with wire.py's messages: one SOCK_SEQPACKET datagram is
 capped by the socket buffer (~200 KB here), which a large run's histogram data passes.
@@ -18,13 +20,12 @@ from __future__ import annotations
 import json
 import os
 import socket
-import struct
 import sys
 import time
 from pathlib import Path
 from typing import Any, NoReturn
 
-from flows.warm.wire import close_fds, recv, send
+from flows.warm.wire import NotOurs, close_fds, connect_own, peer, recv, send
 
 __all__ = ("TIMEOUT_S", "draw_in_process", "draw_svg", "main", "serve", "use_socket")
 
@@ -55,8 +56,10 @@ def draw_svg(spec: dict[str, Any], timeout_s: float = TIMEOUT_S) -> str:
     if _socket is not None:
         try:
             return _ask(_socket, spec, timeout_s)
-        except Exception:  # noqa: BLE001 - whatever went wrong there, the chart is drawn here instead
+        except Exception as exc:  # noqa: BLE001 - whatever went wrong there, the chart is drawn here instead
             _socket = None  # and so are this run's next ones: at most one wait for a renderer that hangs
+            if isinstance(exc, NotOurs):
+                print(f"evalduck: the report's charts are drawn in this process: {exc}", file=sys.stderr)
     return draw_in_process(spec)
 
 
@@ -77,7 +80,7 @@ def _ask(path: str, spec: dict[str, Any], timeout_s: float) -> str:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
             sock.settimeout(timeout_s)
-            sock.connect(path)
+            connect_own(sock, path)
             send(sock, {"draw": "svg"}, fds)
             reply, got = recv(sock)
     finally:
@@ -106,9 +109,8 @@ def serve(listener: socket.socket) -> NoReturn:
 
 
 def _answer(conn: socket.socket) -> None:
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    peer_pid, peer_uid, _ = struct.unpack("3i", creds)
-    if peer_uid != os.getuid():
+    peer_pid, uid = peer(conn)
+    if uid != os.getuid():
         return
     conn.settimeout(TIMEOUT_S)
     fds: list[int] = []

@@ -12,7 +12,10 @@ again before a run when the last one died: the runs it forks send their charts t
 
 It refuses a request (the client then runs the command itself) from another interpreter or source tree,
 with different interpreter-start variables (PYTHONPATH...), or when evalduck's code or the installed
-packages changed since it started; in that last case it also exits, and the next run starts a new one.
+packages changed since it started; in that last case it also exits, and the next run starts a new one. It
+also refuses a caller whose umask, nice value, resource limits or CPU affinity its child cannot take on
+(a hard limit above the starter's...): each child takes them before it answers. It listens only in a folder
+of this user's that nobody else may enter (flows/warm/wire.py ``own_folder``), else it does not start.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ import select
 import selectors
 import signal
 import socket
-import struct
 import sys
 import threading
 import time
@@ -34,7 +36,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from flows.folder import wait_until_quiet
-from flows.warm.wire import PACKAGES_ROOT, close_fds, frozen_env, recv, send, socket_path
+from flows.warm.wire import (
+    PACKAGES_ROOT, apply_process, close_fds, frozen_env, own_folder, peer, recv, send, socket_path,
+)
 
 __all__ = ("MARKER", "PRELOADS", "code_fingerprint", "main")
 
@@ -63,7 +67,11 @@ PRELOADS = (
     "scorers.judge",
 )
 _KINDS = ("cli", "engine")
-_FORWARDABLE = {int(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)}
+# What a client may pass on to its run's process group, as what: Ctrl-Z stops the run with SIGSTOP (a
+# SIGTSTP would be dropped by the kernel for a process group outside any terminal's session).
+_FORWARDABLE = {int(s): s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCONT,
+                                     signal.SIGWINCH)} | {int(signal.SIGTSTP): signal.SIGSTOP}
+_READY_TIMEOUT_S = 5.0  # for a new child to say it took on its caller's process settings
 
 
 def code_fingerprint(root: str = PACKAGES_ROOT) -> str:
@@ -103,7 +111,6 @@ class Starter:
     # --- set-up and the loop ---------------------------------------------------------------------------
 
     def listen(self) -> None:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path.unlink(missing_ok=True)
         old = os.umask(0o077)  # the socket is for this user only (SO_PEERCRED is checked too)
         try:
@@ -181,8 +188,7 @@ class Starter:
             conn, _ = self.listener.accept()
         except OSError:
             return
-        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        if struct.unpack("3i", creds)[1] != os.getuid():
+        if peer(conn)[1] != os.getuid():
             conn.close()
             return
         conn.settimeout(2.0)
@@ -201,8 +207,8 @@ class Starter:
     def _handle(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
         kind = message.get("kind")
         if kind == "judge":
-            pid = self._fork(conn, message, fds, judge=True)
-            _try(send, conn, {"started": pid})
+            pid, refused = self._fork(conn, message, fds, judge=True)
+            _try(send, conn, {"refused": refused} if refused else {"started": pid})
             conn.close()
             return
         if kind not in _KINDS or len(fds) != 3:
@@ -222,7 +228,12 @@ class Starter:
                 raise SystemExit(0)
             return
         self.ensure_renderer()
-        pid = self._fork(conn, message, fds, judge=False)
+        pid, refused = self._fork(conn, message, fds, judge=False)
+        if refused:
+            _log(f"refused a run: {refused}")
+            _try(send, conn, {"refused": refused})
+            conn.close()
+            return
         _try(send, conn, {"started": pid})  # a client gone already: the loop sees its socket close
 
     def _refusal(self, message: dict[str, Any]) -> tuple[str | None, bool]:
@@ -235,12 +246,24 @@ class Starter:
             return "evalduck's code or the installed packages changed since the starter started", True
         return None, False
 
-    def _fork(self, conn: socket.socket, message: dict[str, Any], fds: list[int], judge: bool) -> int:
+    def _fork(self, conn: socket.socket, message: dict[str, Any], fds: list[int], judge: bool) -> tuple[int, str | None]:
+        """A child for the request, and None; or, when the child could not take on the caller's process
+        settings (it has then exited, having run nothing), the reason."""
         render_socket = str(self.render_path) if self.renderer in self.children else None
+        ready_r, ready_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: never returns
             try:
+                os.close(ready_r)
+                client = None if judge else conn.dup()  # the run tells its client its run id (child.announce_run)
                 self._forget_in_child(conn)
+                try:
+                    apply_process(message["process"])
+                except (OSError, ValueError, KeyError, TypeError) as exc:
+                    os.write(ready_w, f"the caller's umask, nice value, limits or CPUs cannot be applied: {exc}".encode())
+                    os._exit(0)
+                os.write(ready_w, b"ok")
+                os.close(ready_w)
                 from flows.warm import child
 
                 if judge:
@@ -248,10 +271,20 @@ class Starter:
                 from flows.warm import renderer
 
                 renderer.use_socket(render_socket)
-                child.become_run(message, fds, str(self.path))
+                child.become_run(message, fds, str(self.path), client)
             except BaseException:  # noqa: BLE001 - a child must never fall back into the loop
                 traceback.print_exc()
             os._exit(70)
+        os.close(ready_w)
+        try:
+            ready = os.read(ready_r, 4096) if select.select([ready_r], [], [], _READY_TIMEOUT_S)[0] else b""
+        finally:
+            os.close(ready_r)
+        if ready != b"ok":
+            _try(os.kill, pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            close_fds(fds)
+            return pid, ready.decode(errors="replace") or "the new child did not start"
         if judge and isinstance(message.get("pgid"), int):
             _try(os.setpgid, pid, message["pgid"])  # killed with its run's process group
         elif not judge:
@@ -264,7 +297,7 @@ class Starter:
         _log(f"forked {'a judge child' if judge else 'a run child'} {pid} ({message.get('kind')})")
         if not judge:
             self.selector.register(conn, selectors.EVENT_READ, ("client", record))
-        return pid
+        return pid, None
 
     def _forget_in_child(self, keep: socket.socket | None) -> None:
         """In a new child: close every descriptor of the starter's (listener, selector, other clients, the
@@ -295,7 +328,7 @@ class Starter:
             _try(os.kill, record.pid, signal.SIGKILL)
             self._drop_client(record)
         elif message.get("signal") in _FORWARDABLE:
-            _try(os.killpg, record.pid, int(message["signal"]))
+            _try(os.killpg, record.pid, _FORWARDABLE[message["signal"]])
 
     def _reap(self, record: _Child) -> None:
         _, status = os.waitpid(record.pid, 0)
@@ -360,6 +393,13 @@ def main(argv: list[str] | None = None) -> NoReturn:
     state_dir = Path(args[0]).resolve()
     if len(args) == 3 and args[1] == "--after":
         _after(int(args[2]))
+    folder = socket_path(state_dir).parent
+    try:
+        if folder != state_dir:  # before the wait and the preloads: a folder that is not ours ends it at once
+            own_folder(folder)
+    except OSError as exc:
+        _log(f"not serving: {exc}")
+        sys.exit(1)
     wait_until_quiet(state_dir)  # and for any run going in its own process: runs back to back keep the cores
     starter = Starter(state_dir)  # the fingerprint is taken before the imports it stands for
     _preload()

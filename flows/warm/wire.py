@@ -9,7 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
+import signal
 import socket
+import stat
+import struct
 import sys
 import tempfile
 from pathlib import Path
@@ -18,14 +22,25 @@ from typing import Any
 __all__ = (
     "MAX_MESSAGE",
     "PACKAGES_ROOT",
+    "SUPPORTED",
+    "NotOurs",
+    "apply_process",
+    "caller_process",
     "close_fds",
+    "connect_own",
     "frozen_env",
     "identity",
+    "own_folder",
+    "peer",
     "recorded_socket",
     "recv",
     "send",
     "socket_path",
 )
+
+# The warm path needs Linux: SO_PEERCRED (who listens on a socket), pidfds, PR_SET_PDEATHSIG. Elsewhere every
+# run goes in its own process.
+SUPPORTED = sys.platform == "linux" and hasattr(socket, "SO_PEERCRED") and hasattr(os, "pidfd_open")
 
 # One message is one SOCK_SEQPACKET datagram (argv, cwd, the environment): far below the socket's buffer.
 MAX_MESSAGE = 1 << 20
@@ -43,14 +58,62 @@ _FROZEN_ENV = (
 _DEFAULTED = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
+class NotOurs(OSError):
+    """A socket, or the folder it is in, belongs to another user: nothing is sent there or bound in it."""
+
+
 def socket_path(state_dir: Path, name: str = "warm") -> Path:
-    """``<state dir>/<name>.sock`` (the starter's, or ``render`` for its chart renderer), or a per-user
-    temporary folder when that path is too long for a socket."""
+    """``<state dir>/<name>.sock`` (the starter's, or ``render`` for its chart renderer), or, when that path
+    is too long for a socket, one in a folder of this user's: ``$XDG_RUNTIME_DIR/evalduck`` when that is
+    set and this user's, else ``<temp dir>/evalduck-<uid>`` (``own_folder`` checks it before a bind)."""
     path = state_dir / f"{name}.sock"
     if len(os.fsencode(path)) <= _SUN_PATH_MAX:
         return path
     digest = hashlib.sha256(os.fsencode(state_dir)).hexdigest()[:16]
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime) and _owned_private(runtime):
+        path = Path(runtime) / "evalduck" / f"{digest}-{name}.sock"
+        if len(os.fsencode(path)) <= _SUN_PATH_MAX:
+            return path
     return Path(tempfile.gettempdir()) / f"evalduck-{os.getuid()}" / f"{digest}-{name}.sock"
+
+
+def _owned_private(path: str | Path) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077 == 0
+
+
+def own_folder(folder: Path) -> None:
+    """Make ``folder`` (mode 0700) if it is missing; NotOurs unless it is a real folder (no symlink) of
+    this user's that nobody else may enter: another user who made it first could swap the sockets in it."""
+    try:
+        os.mkdir(folder, 0o700)
+        os.chmod(folder, 0o700)  # ours, just made: 0700 whatever the umask took from it
+    except FileExistsError:
+        pass
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotOurs(f"{folder} is not a folder (a symlink?): no socket is made there")
+    if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) != 0o700:
+        raise NotOurs(f"{folder} belongs to uid {info.st_uid} with mode {stat.S_IMODE(info.st_mode):o}, not to "
+                      f"this user (uid {os.getuid()}) with mode 700: no socket is made there; remove it")
+
+
+def peer(sock: socket.socket) -> tuple[int, int]:
+    """The pid and uid of the process at the other end of a connected unix socket (the kernel's record)."""
+    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return pid, uid
+
+
+def connect_own(sock: socket.socket, path: str) -> None:
+    """Connect ``sock`` to ``path``; NotOurs (before anything is sent) when another user listens there."""
+    sock.connect(path)
+    _pid, uid = peer(sock)
+    if uid != os.getuid():
+        raise NotOurs(f"{path} is served by uid {uid}, not by this user (uid {os.getuid()})")
 
 
 def recorded_socket(state_dir: Path) -> str | None:
@@ -65,6 +128,43 @@ def recorded_socket(state_dir: Path) -> str | None:
 def identity() -> dict[str, str]:
     """The interpreter and source tree of this process: a starter serves only callers with the same ones."""
     return {"executable": sys.executable, "root": PACKAGES_ROOT}
+
+
+# The parts of a process a forked child does not inherit from its caller but from the starter, taken along
+# with each request and applied in the child (``apply_process``): the umask, the nice value, every resource
+# limit (`ulimit`) and the CPUs it may run on (`taskset`); and the signals it ignores (`nohup`, `cmd &`),
+# which the child's take-over applies (flows/warm/child.py).
+_RLIMITS = {name: getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")}
+
+
+def caller_process() -> dict[str, Any]:
+    """This process's umask, nice value, resource limits, CPU affinity and ignored signals (JSON-ready)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return {"umask": mask, "nice": os.getpriority(os.PRIO_PROCESS, 0),
+            "rlimits": {name: list(resource.getrlimit(number)) for name, number in _RLIMITS.items()},
+            "affinity": sorted(os.sched_getaffinity(0)), "ignored": ignored_signals()}
+
+
+def ignored_signals() -> list[int]:
+    """The signals this process ignores (SIG_IGN): a child forked for it ignores the same ones."""
+    return sorted(int(sig) for sig in signal.valid_signals()
+                  if sig not in (signal.SIGKILL, signal.SIGSTOP) and signal.getsignal(sig) is signal.SIG_IGN)
+
+
+def apply_process(settings: dict[str, Any]) -> None:
+    """Make this process's umask, nice value, limits and affinity the caller's ``settings``; OSError (or
+    ValueError) when one cannot be applied here (a hard limit above this process's, a lower nice value
+    than this process's without the privilege): the run then goes in the caller's own process."""
+    if os.getpriority(os.PRIO_PROCESS, 0) != settings["nice"]:  # first: this process's RLIMIT_NICE may allow it
+        os.setpriority(os.PRIO_PROCESS, 0, settings["nice"])
+    for name, (soft, hard) in settings["rlimits"].items():
+        number = _RLIMITS.get(name)
+        if number is not None and resource.getrlimit(number) != (soft, hard):
+            resource.setrlimit(number, (soft, hard))
+    if sorted(os.sched_getaffinity(0)) != settings["affinity"]:
+        os.sched_setaffinity(0, settings["affinity"])
+    os.umask(settings["umask"])
 
 
 def frozen_env(env: dict[str, str]) -> dict[str, str]:

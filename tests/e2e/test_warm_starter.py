@@ -8,14 +8,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import early
 import pytest
-from e2e_harness import CLI, none_left, ours, project_folder, wait_for
+from e2e_harness import CLI, ROWS, none_left, ours, project_folder, wait_for
 
 from flows.warm.wire import socket_path
 
@@ -165,6 +167,126 @@ def test_in_ci_runs_never_use_the_starter(warm_folder: tuple[Path, dict[str, str
     pid, proc = run(cwd, {**env, "CI": "true", "PREFECT_API_URL": str(record(cwd)["api_url"])})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert where(cwd)[-1]["pid"] == pid
+
+
+PROCESS_TARGET = """import json, os, resource
+def answer(question):
+    umask = int(next(line for line in open("/proc/self/status") if line.startswith("Umask:")).split()[1], 8)
+    with open("process.jsonl", "a") as out:
+        out.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "umask": umask,
+                              "nice": os.getpriority(os.PRIO_PROCESS, 0),
+                              "nofile": list(resource.getrlimit(resource.RLIMIT_NOFILE))}) + "\\n")
+    return "An answer."
+"""
+
+
+def test_a_warm_run_has_the_callers_umask_nice_value_and_limits(warm_folder: tuple[Path, dict[str, str]]) -> None:
+    """`umask 077; ulimit -n 512; nice -n 7 evalduck run ...`: the run forked by the starter (the target's
+    parent is the starter) writes its results file and report 0600 and runs at nice 7 with 512 files, as the
+    same command in its own process does."""
+    cwd, env = warm_folder
+    starter = warm(cwd)
+    (cwd / "process_target.py").write_text(PROCESS_TARGET)
+    shell = (f"umask 077; ulimit -n 512; exec nice -n 7 {CLI} --db private.duckdb run data.jsonl -s tone-scorer "
+             "--target process_target:answer --no-cache --name private")
+    done = subprocess.run(["sh", "-c", shell], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = [json.loads(line) for line in (cwd / "process.jsonl").read_text().splitlines()]
+    assert {r["ppid"] for r in seen} == {starter}, "the run was forked by the starter"
+    assert {(r["umask"], r["nice"], tuple(r["nofile"])) for r in seen} == {(0o077, 7, (512, 512))}
+    report = Path(re.findall(r"report: (\S+)", done.stdout)[-1])
+    assert {(cwd / "private.duckdb").stat().st_mode & 0o777, (cwd / report).stat().st_mode & 0o777} == {0o600}
+
+
+def test_the_starter_refuses_a_caller_its_child_cannot_become(warm_folder: tuple[Path, dict[str, str]]) -> None:
+    """A caller's settings the forked child cannot take on (here CPUs this machine does not have; as a user,
+    a hard limit above the starter's, or a lower nice value): the starter answers "refused" (the run then
+    goes in the caller's process) before anything ran, and serves the next run."""
+    cwd, env = warm_folder
+    starter = warm(cwd)
+    ask = """import json, os, socket, sys
+from flows.warm import wire
+process = {**wire.caller_process(), "affinity": [4095]}
+with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
+    wire.connect_own(sock, sys.argv[1])
+    wire.send(sock, {"kind": "cli", "argv": ["evalduck", "runs"], "cwd": os.getcwd(), "env": dict(os.environ),
+                     "path0": "", "process": process, **wire.identity()}, [0, 1, 2])
+    print(json.dumps(wire.recv(sock)[0]))
+"""
+    asked = subprocess.run([sys.executable, "-c", ask, str(record(cwd)["starter_socket"])], cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=60)
+    reply = json.loads(asked.stdout)
+    assert "cannot be applied" in reply["refused"], asked.stdout + asked.stderr
+    assert "refused a run: the caller's umask, nice value, limits or CPUs cannot be applied" in _log(cwd)
+    # Through the command: refused (here for PYTHONPATH), the run goes in the CLI's process; -v says why.
+    pid, here = run(cwd, {**env, "PYTHONPATH": str(cwd / "elsewhere")}, "-v")
+    assert here.returncode == 0 and where(cwd)[-1]["pid"] == pid, here.stdout + here.stderr
+    assert ("evalduck: running in this process (the warm starter refused: interpreter-start variables "
+            "(PYTHONPATH...) differ from the starter's)\n") in here.stderr
+    _, after = run(cwd, env)
+    assert after.returncode == 0 and where(cwd)[-1]["ppid"] == starter
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def _slow_run(cwd: Path, env: dict[str, str], version: str, *wrapper: str) -> tuple[subprocess.Popen[str], int]:
+    """A run of three items, one at a time, each ~1 s in the target; and its run child's pid, once started."""
+    write_target(cwd, version, sleep=1)
+    proc = subprocess.Popen([*wrapper, CLI, "run", "data.jsonl", "-s", "tone-scorer", "--target", "where_target:answer",
+                             "--no-cache", "--concurrency", "1"], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    child = wait_for("the run's target to start", lambda: next(
+        (int(r["pid"]) for r in where(cwd) if r["version"] == version), None), timeout=120, every=0.1)  # type: ignore[arg-type]
+    return proc, child
+
+
+def test_nohup_keeps_a_warm_run_through_a_sighup(warm_folder: tuple[Path, dict[str, str]]) -> None:
+    """`nohup evalduck run ...`, then the terminal goes (SIGHUP): the run, ignoring SIGHUP as its caller
+    does, completes all its cells, as it does in its own process."""
+    cwd, env = warm_folder
+    starter = warm(cwd)
+    proc, child = _slow_run(cwd, env, "nohup", "nohup")
+    assert where(cwd)[-1]["ppid"] == starter
+    proc.send_signal(signal.SIGHUP)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out + err
+    assert len([r for r in where(cwd) if r["version"] == "nohup"]) == len(ROWS) and "results in" in out
+
+
+def test_ctrl_z_stops_a_warm_run_and_sigcont_resumes_it(warm_folder: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = warm_folder
+    starter = warm(cwd)
+    proc, child = _slow_run(cwd, env, "stopped")
+    assert where(cwd)[-1]["ppid"] == starter
+    proc.send_signal(signal.SIGTSTP)
+    wait_for("the run child to stop", lambda: _state(child) == "T" or None, timeout=20, every=0.1)
+    wait_for("the client to stop", lambda: _state(proc.pid) == "T" or None, timeout=20, every=0.1)
+    proc.send_signal(signal.SIGCONT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out + err
+    assert len([r for r in where(cwd) if r["version"] == "stopped"]) == len(ROWS) and "results in" in out
+
+
+def test_a_killed_starter_names_the_run_and_how_to_finish_it(warm_folder: tuple[Path, dict[str, str]]) -> None:
+    """The starter killed mid-run takes the run with it; the command says which run it was and the command
+    that finishes it, which does (in its own process, starting a new starter for the runs after it)."""
+    cwd, env = warm_folder
+    starter = warm(cwd)
+    proc, _child = _slow_run(cwd, env, "orphaned")
+    (cwd / ".evalduck" / "warm.log").unlink()  # the next starter's "listening on" is the one to wait for
+    os.kill(starter, signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1
+    (line,) = [line for line in err.splitlines() if "the warm starter ended before run" in line]
+    resume = shlex.split(line.split("Finish it with: ", 1)[1])
+    assert resume[:2] == ["evalduck", "run"] and resume[-2] == "--resume"
+    write_target(cwd, "one")
+    done = subprocess.run([CLI, *resume[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"run {resume[-1]}" in done.stdout  # the summary of the run that was interrupted
+    assert warm(cwd) != starter
 
 
 def test_a_stale_starter_record_is_replaced(warm_folder: tuple[Path, dict[str, str]]) -> None:

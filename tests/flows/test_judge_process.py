@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from warm_impostor import NOBODY, impostor
 
 from flows import run_evals
 from flows.judge_process import JudgeProcess, JudgeProcessError, leased_judge_process
@@ -243,3 +246,27 @@ def test_the_child_warms_litellm_up_on_a_mock_completion_that_nothing_sees(
     monkeypatch.setattr(litellm, "callbacks", [logger])
     asyncio.run(_warm_up())
     assert len(calls) == 1 and logger.events == []
+
+
+def test_a_warm_runs_judge_child_is_never_asked_of_another_users_socket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judge: FakeOpenAIServer, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """In a run forked by the warm starter, judge children come from the starter's socket. Another user
+    listening there (it would answer "started" and write pickles to the judge socket it was given) is sent
+    nothing, not even the socket: the run starts its own judge child, whose answers are the real ones."""
+    from flows import judge_process
+    from flows.warm import child as warm_child
+
+    sock = tmp_path / "warm.sock"
+    with impostor(sock, "judge") as seen:
+        monkeypatch.setattr(warm_child, "_starter_socket", str(sock))
+        monkeypatch.setattr(judge_process, "start_child", warm_child.start_judge_child)
+        process = JudgeProcess().start()
+        try:
+            assert isinstance(process._proc, subprocess.Popen)  # started here, not taken from the socket
+            judge.script(Reply.text("the real judge"))
+            assert _ask(process, judge)[0] == "the real judge"
+        finally:
+            process.stop()
+        assert seen() == [{"bytes": 0, "fds": 0}]
+    assert f"is served by uid {NOBODY}, not by this user" in capfd.readouterr().err

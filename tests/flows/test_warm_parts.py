@@ -3,14 +3,20 @@ imports are out of date, which caller variables it cannot apply (the processes: 
 
 from __future__ import annotations
 
+import json
 import os
+import stat
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from warm_impostor import NOBODY, impostor
 
 from flows.launch import command_of
 from flows.warm.starter import code_fingerprint
-from flows.warm.wire import frozen_env, socket_path
+from flows.warm.wire import frozen_env, own_folder, socket_path
 
 
 @pytest.mark.parametrize(("args", "command"), [
@@ -82,3 +88,80 @@ def test_ephemeral_runs_never_ask_the_starter(
     monkeypatch.setattr("sys.argv", ["evalduck", "run", "data.jsonl"])
     flows.launch.main()  # the same command, not ephemeral: the starter is asked
     assert asked == [["run", "data.jsonl"]]
+
+
+# --- another user at the sockets (/work/shared/notes/probe-2026-12-02.md D1) ------------------------------
+
+CLI = str(Path(sys.executable).with_name("evalduck"))
+QUIET = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "DO_NOT_TRACK": "1"}
+
+
+def test_the_command_sends_nothing_to_another_users_listener(tmp_path: Path) -> None:
+    """The folder's state file names a socket where another user listens: `evalduck run` connects, sees the
+    listener's uid, sends nothing (no argv, environment or terminal) and runs in its own process."""
+    state, sock = tmp_path / "state", tmp_path / "warm.sock"
+    state.mkdir()
+    (state / "serve.json").write_text(json.dumps({"starter_socket": str(sock)}))
+    env = {**os.environ, **QUIET, "EVALDUCK_STATE_DIR": str(state), "OPENAI_API_KEY": "secret"}
+    env.pop("EVALDUCK_EPHEMERAL")  # the suite sets it (tests/conftest.py); a user has not
+    with impostor(sock, "starter") as seen:
+        done = subprocess.run([CLI, "run", "missing.jsonl", "-s", "tone-scorer"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert seen() == [{"bytes": 0, "fds": 0}]
+    assert f"is served by uid {NOBODY}, not by this user" in done.stderr and "running in this process" in done.stderr
+    assert done.returncode != 0 and "missing.jsonl" in done.stderr  # the run itself went on here, and stopped
+
+
+@pytest.mark.parametrize("made", ["another user's", "mode 777", "a symlink"])
+def test_the_starter_refuses_a_socket_folder_that_is_not_only_its_users(tmp_path: Path, made: str) -> None:
+    """A long project path puts the sockets in ``<temp dir>/evalduck-<uid>``: made by someone else first (or
+    open to all, or a symlink to elsewhere), the starter does not start, so no socket of it can be swapped."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    folder = temp / f"evalduck-{os.getuid()}"
+    if made == "a symlink":
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        folder.symlink_to(tmp_path / "elsewhere")
+    else:
+        folder.mkdir()
+        os.chmod(folder, 0o777 if made == "mode 777" else 0o700)
+        if made == "another user's":
+            os.chown(folder, NOBODY, NOBODY)
+    state = tmp_path / ("long-project-folder-name-" * 4) / ".evalduck"
+    state.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    env.update(QUIET, TMPDIR=str(temp))
+    code = "import sys; from flows.warm.wire import socket_path; print(socket_path(__import__('pathlib').Path(sys.argv[1])))"
+    path = subprocess.run([sys.executable, "-c", code, str(state)], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert Path(path).parent == folder
+    started = subprocess.run([sys.executable, "-P", "-m", "flows.warm.starter", str(state)], env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert started.returncode == 1 and "not serving:" in started.stderr, started.stderr
+    assert "no socket is made there" in started.stderr
+    assert not any(folder.iterdir())
+
+
+def test_the_sockets_folder_is_made_this_users_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    long = tmp_path / ("d" * 120)
+    folder = socket_path(long).parent
+    assert folder == tmp_path / f"evalduck-{os.getuid()}"
+    old = os.umask(0o277)
+    try:
+        own_folder(folder)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(folder.lstat().st_mode) == 0o700 and folder.lstat().st_uid == os.getuid()
+    own_folder(folder)  # ours already: accepted
+
+    runtime = Path(tempfile.mkdtemp(prefix="xdg-", dir="/tmp"))  # short, as /run/user/<uid> is; mode 0700
+    try:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        assert socket_path(long).parent == runtime / "evalduck"  # preferred when it is ours
+        os.chown(runtime, NOBODY, NOBODY)
+        assert socket_path(long).parent == folder  # not ours: not used
+    finally:
+        runtime.rmdir()

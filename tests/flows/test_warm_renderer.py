@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from warm_impostor import NOBODY, impostor
 
 from flows.warm import renderer
 
@@ -81,3 +82,16 @@ def test_a_renderer_dying_mid_request_draws_in_process(tmp_path: Path, in_proces
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_another_users_renderer_is_sent_nothing_and_the_chart_is_drawn_here(
+    tmp_path: Path, in_process: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Another user's listener at the renderer's socket (it would answer an SVG with a script in it): the
+    run sees its uid, sends no spec, takes no SVG and draws the chart itself."""
+    sock = tmp_path / "render.sock"
+    with impostor(sock, "svg") as seen:
+        renderer.use_socket(str(sock))
+        assert renderer.draw_svg(SPEC) == in_process
+        assert seen() == [{"bytes": 0, "fds": 0}]
+    assert f"is served by uid {NOBODY}, not by this user" in capfd.readouterr().err
