@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
 import signal
 import socket
 import stat
@@ -134,15 +133,22 @@ def identity() -> dict[str, str]:
 # with each request and applied in the child (``apply_process``): the umask, the nice value, every resource
 # limit (`ulimit`) and the CPUs it may run on (`taskset`); and the signals it ignores (`nohup`, `cmd &`),
 # which the child's take-over applies (flows/warm/child.py).
-_RLIMITS = {name: getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")}
+
+
+def _rlimits() -> dict[str, int]:
+    import resource  # not at import: this module is imported on every platform, `resource` is POSIX only
+
+    return {name: getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")}
 
 
 def caller_process() -> dict[str, Any]:
     """This process's umask, nice value, resource limits, CPU affinity and ignored signals (JSON-ready)."""
+    import resource
+
     mask = os.umask(0o077)
     os.umask(mask)
     return {"umask": mask, "nice": os.getpriority(os.PRIO_PROCESS, 0),
-            "rlimits": {name: list(resource.getrlimit(number)) for name, number in _RLIMITS.items()},
+            "rlimits": {name: list(resource.getrlimit(number)) for name, number in _rlimits().items()},
             "affinity": sorted(os.sched_getaffinity(0)), "ignored": ignored_signals()}
 
 
@@ -156,10 +162,13 @@ def apply_process(settings: dict[str, Any]) -> None:
     """Make this process's umask, nice value, limits and affinity the caller's ``settings``; OSError (or
     ValueError) when one cannot be applied here (a hard limit above this process's, a lower nice value
     than this process's without the privilege): the run then goes in the caller's own process."""
+    import resource
+
     if os.getpriority(os.PRIO_PROCESS, 0) != settings["nice"]:  # first: this process's RLIMIT_NICE may allow it
         os.setpriority(os.PRIO_PROCESS, 0, settings["nice"])
+    numbers = _rlimits()
     for name, (soft, hard) in settings["rlimits"].items():
-        number = _RLIMITS.get(name)
+        number = numbers.get(name)
         if number is not None and resource.getrlimit(number) != (soft, hard):
             resource.setrlimit(number, (soft, hard))
     if sorted(os.sched_getaffinity(0)) != settings["affinity"]:

@@ -198,6 +198,23 @@ def test_a_warm_run_has_the_callers_umask_nice_value_and_limits(warm_folder: tup
     assert {(cwd / "private.duckdb").stat().st_mode & 0o777, (cwd / report).stat().st_mode & 0o777} == {0o600}
 
 
+def test_a_warm_runs_judge_children_are_forked_by_the_starter(warm_folder: tuple[Path, dict[str, str]]) -> None:
+    """A judge-scored run (the fake OpenAI server) under nice 5: its judge child is asked of the starter
+    (after the listener check), takes the run's settings before it answers, and the scores arrive."""
+    from scorers.testing.fake_openai import FakeOpenAIServer
+
+    cwd, env = warm_folder
+    warm(cwd)
+    with FakeOpenAIServer() as judge:
+        done = subprocess.run(["nice", "-n", "5", CLI, "run", "data.jsonl", "-s", "answer-relevancy-scorer",
+                               "--judge-model", "openai/fake-judge", "--judge-api-base", judge.base_url, "--no-cache"],
+                              cwd=cwd, env={**env, "OPENAI_API_KEY": "sk-fake"}, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert judge.request_count >= len(ROWS)
+    assert re.search(r"forked a judge child \d+ \(judge\)", _log(cwd)), _log(cwd)
+
+
 def test_the_starter_refuses_a_caller_its_child_cannot_become(warm_folder: tuple[Path, dict[str, str]]) -> None:
     """A caller's settings the forked child cannot take on (here CPUs this machine does not have; as a user,
     a hard limit above the starter's, or a lower nice value): the starter answers "refused" (the run then

@@ -165,3 +165,21 @@ def test_the_sockets_folder_is_made_this_users_only(tmp_path: Path, monkeypatch:
         assert socket_path(long).parent == folder  # not ours: not used
     finally:
         runtime.rmdir()
+
+
+def test_off_linux_the_command_never_asks_a_starter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without SO_PEERCRED (and pidfds) the listener's owner cannot be checked: no connection at all."""
+    import select
+    import socket
+
+    import flows.warm.client
+
+    sock = tmp_path / "warm.sock"
+    (tmp_path / "serve.json").write_text(json.dumps({"starter_socket": str(sock)}))
+    monkeypatch.setenv("EVALDUCK_STATE_DIR", str(tmp_path))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as listener:
+        listener.bind(str(sock))
+        listener.listen(1)
+        monkeypatch.setattr(flows.warm.client, "SUPPORTED", False)
+        assert flows.warm.client.run_via_starter("cli", ["run", "data.jsonl"]) is None
+        assert select.select([listener], [], [], 0)[0] == []  # nobody connected
