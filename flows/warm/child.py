@@ -2,8 +2,9 @@
 
 The child takes the client's environment, working directory, argv, ``sys.path[0]``, stdin/stdout/stderr
 (so rich sees the real terminal), umask, nice value, resource limits, CPU affinity and ignored signals
-(`nohup` keeps a warm run through a SIGHUP as it keeps a run in its own process), rebuilds Prefect's settings and logging from that environment (Prefect
-read them at the starter's import), and then runs the same code the client would have run in-process:
+(`nohup` keeps a warm run through a SIGHUP as it keeps a run in its own process), rebuilds Prefect's
+settings and logging from that environment (Prefect read them at the starter's import), and then runs the
+same code the client would have run in-process:
 the evalduck CLI, or `python -m prefect.engine` for a flow run of the folder's worker. It dies with the
 starter (PR_SET_PDEATHSIG); the starter kills it when the client goes.
 
@@ -79,8 +80,9 @@ def _take_over(message: dict[str, Any], fds: list[int]) -> None:
 
 
 def _take_signals(ignored: set[int]) -> None:
-    """The client's ignored signals ignored here, the starter's own (and its ignored ones) as a new Python
-    process has them: SIGINT raising KeyboardInterrupt, the rest at their default."""
+    """The signals as a new Python process started by the client has them: the client's ignored ones
+    ignored, SIGINT raising KeyboardInterrupt, the starter's handlers and its other ignored ones at their
+    default (handlers the preloaded modules installed are kept)."""
     for sig in signal.valid_signals():
         if sig in (signal.SIGKILL, signal.SIGSTOP):
             continue
@@ -126,7 +128,9 @@ def refresh_prefect() -> None:
     _settings_built_from = settings_sources()  # the profiles path may have moved with PREFECT_HOME
 
 
-def become_run(message: dict[str, Any], fds: list[int], starter_socket: str, client: socket.socket | None = None) -> NoReturn:
+def become_run(
+    message: dict[str, Any], fds: list[int], starter_socket: str, client: socket.socket | None = None
+) -> NoReturn:
     global _starter_socket, _client
     die_with_starter()
     try:

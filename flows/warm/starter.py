@@ -67,8 +67,8 @@ PRELOADS = (
     "scorers.judge",
 )
 _KINDS = ("cli", "engine")
-# What a client may pass on to its run's process group, as what: Ctrl-Z stops the run with SIGSTOP (a
-# SIGTSTP would be dropped by the kernel for a process group outside any terminal's session).
+# What a client may pass on to its run's process group, as what: Ctrl-Z (SIGTSTP) stops the run with SIGSTOP,
+# which nothing in the run can catch and the kernel never drops.
 _FORWARDABLE = {int(s): s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCONT,
                                      signal.SIGWINCH)} | {int(signal.SIGTSTP): signal.SIGSTOP}
 _READY_TIMEOUT_S = 5.0  # for a new child to say it took on its caller's process settings
@@ -246,7 +246,9 @@ class Starter:
             return "evalduck's code or the installed packages changed since the starter started", True
         return None, False
 
-    def _fork(self, conn: socket.socket, message: dict[str, Any], fds: list[int], judge: bool) -> tuple[int, str | None]:
+    def _fork(
+        self, conn: socket.socket, message: dict[str, Any], fds: list[int], judge: bool
+    ) -> tuple[int, str | None]:
         """A child for the request, and None; or, when the child could not take on the caller's process
         settings (it has then exited, having run nothing), the reason."""
         render_socket = str(self.render_path) if self.renderer in self.children else None
@@ -260,7 +262,8 @@ class Starter:
                 try:
                     apply_process(message["process"])
                 except (OSError, ValueError, KeyError, TypeError) as exc:
-                    os.write(ready_w, f"the caller's umask, nice value, limits or CPUs cannot be applied: {exc}".encode())
+                    why = f"the caller's umask, nice value, limits or CPUs cannot be applied: {exc}"
+                    os.write(ready_w, why.encode())
                     os._exit(0)
                 os.write(ready_w, b"ok")
                 os.close(ready_w)

@@ -131,7 +131,7 @@ def test_the_starter_refuses_a_socket_folder_that_is_not_only_its_users(tmp_path
     state.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
     env.update(QUIET, TMPDIR=str(temp))
-    code = "import sys; from flows.warm.wire import socket_path; print(socket_path(__import__('pathlib').Path(sys.argv[1])))"
+    code = "import sys, pathlib; from flows.warm.wire import socket_path; print(socket_path(pathlib.Path(sys.argv[1])))"
     path = subprocess.run([sys.executable, "-c", code, str(state)], env=env, capture_output=True, text=True,
                           check=True).stdout.strip()
     assert Path(path).parent == folder
