@@ -51,7 +51,8 @@ def run_via_starter(kind: str, args: list[str]) -> int | None:
     except OSError as exc:
         sock.close()
         if verbose or isinstance(exc, NotOurs):  # another user's socket: always said
-            _in_process(f"{'no warm starter answered' if not isinstance(exc, NotOurs) else 'refused'}: {exc}")
+            _in_process(f"refused: {exc}" if isinstance(exc, NotOurs)
+                        else f"no warm starter answered at {path}: {exc.strerror or exc}")
         return None
     if reply is None or not isinstance(reply.get("started"), int):
         sock.close()
