@@ -214,3 +214,12 @@ def test_deployment_flows_have_no_required_parameter() -> None:
         assert deployed.validate_parameters({})["config"] == DEMO_CONFIG
     assert (Path(__file__).resolve().parents[2] / DEMO_CONFIG.dataset).is_file()
     assert DEMO_CONFIG.name  # the regression check needs a run name
+
+
+def test_a_mistyped_scorer_id_gets_a_suggestion_from_python_too() -> None:
+    from scorers import ConfigError
+
+    from flows.registry import build_scorers
+
+    with pytest.raises(ConfigError, match=r"got 'tone-scorr'; did you mean 'tone-scorer'\?$"):
+        build_scorers(["tone-scorr"])
