@@ -107,7 +107,8 @@ def _given_options(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 class _EvalsFlow(RedactingFlow):
     """A Flow that keeps in-memory rows in this process (they land in the store's `items` table) and
-    reports them and other Python objects to the API as short descriptions."""
+    reports them and other Python objects to the API as short descriptions; a call shows the CLI's progress
+    bar and summary unless ``quiet`` (flows/api_console.py)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         bound = inspect.signature(self.fn).bind_partial(*args, **kwargs)
