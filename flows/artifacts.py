@@ -25,8 +25,8 @@ from prefect.artifacts import (
 from flows.display import md_code, md_text
 from flows.gate import direction_note
 
-__all__ = ("artifact_key", "ProgressArtifact", "summary_rows", "summary_description", "publish_summary",
-           "publish_comparison", "comparison_markdown")
+__all__ = ("artifact_key", "ProgressArtifact", "summary_rows", "summary_table", "summary_description",
+           "publish_summary", "publish_comparison", "comparison_markdown")
 
 logger = logging.getLogger("evalduck.artifacts")
 
@@ -75,13 +75,14 @@ class ProgressArtifact:
             await asyncio.gather(*self._pending, return_exceptions=True)
 
 
-def _num(value: Any, digits: int = 3) -> Any:
-    return None if value is None else round(float(value), digits)
+def _num(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def summary_rows(per_scorer: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per scorer: its direction, mean over scored cells, counts (skipped cells apart: not scorable or
-    no judge), judge tokens and cost (spent by this run)."""
+    no judge), judge tokens and cost (spent by this run). Exact values: they are ``EvalResult``'s data;
+    rounding belongs to what shows them as text (``summary_table``, the CLI's table)."""
     rows = []
     for s in per_scorer:
         tokens = (s.get("prompt_tokens") or 0) + (s.get("completion_tokens") or 0)
@@ -93,9 +94,18 @@ def summary_rows(per_scorer: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
             "errored": int(s.get("n_errors") or 0),
             "skipped": int(s.get("n_skipped") or 0),
             "judge_tokens": int(tokens),
-            "judge_cost_usd": _num(s.get("cost"), 6),
+            "judge_cost_usd": _num(s.get("cost")),
         })
     return rows
+
+
+def summary_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``summary_rows`` as the UI's summary table shows them: the mean to 3 decimals, the cost to 6 (a table
+    artifact is text for people; the exact values are in the run's ``EvalResult`` and in DuckDB)."""
+    def shown(value: Any, digits: int) -> float | None:
+        return None if value is None else round(float(value), digits)
+
+    return [{**r, "mean": shown(r["mean"], 3), "judge_cost_usd": shown(r["judge_cost_usd"], 6)} for r in rows]
 
 
 def summary_description(run_id: str, n_items: int, report: Path | None, trend_uri: str | None, name: str | None) -> str:

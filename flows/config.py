@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
-from scorers import PREBUILT, ConfigError, describe_validation
+from pydantic_core import PydanticCustomError
+from scorers import PREBUILT, ConfigError, describe_validation, did_you_mean
 
 from flows.settings import default_cache_dir  # here too: where the flow has always found it
 
@@ -46,8 +47,13 @@ class ScorerSpec(BaseModel):
         value = value.strip()
         if value in PREBUILT or is_import_path(value):
             return value
-        raise ValueError(f"must be one of {', '.join(map(repr, SCORER_IDS))}, or an import path 'module:attribute' "
-                         "(e.g. mypkg.evals:strict_tone)")
+        # The error's hint, said after the value the user gave: an id close to it, or one whose name is close
+        # without the "-scorer" they all share ("tone", "relevancy"; "no-such-scorer" is close to none).
+        hint = (did_you_mean(value, SCORER_IDS, cutoff=0.8)
+                or did_you_mean(value.removesuffix("-scorer"), {i.removesuffix("-scorer"): i for i in SCORER_IDS}))
+        raise PydanticCustomError(
+            "scorer_id", f"must be one of {', '.join(map(repr, SCORER_IDS))}, or an import path 'module:attribute' "
+            "(e.g. mypkg.evals:strict_tone)", {"hint": hint} if hint else None)
 
 
 class RunOptions(BaseModel):

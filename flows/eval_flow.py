@@ -19,8 +19,10 @@ from typing import Any
 from prefect import get_run_logger
 from prefect.context import AsyncClientContext, FlowRunContext
 from prefect.exceptions import TerminationSignal
+from prefect.settings import get_current_settings
 from scorers import JudgeTransport, Scorer, run_sync
 
+from flows.api_console import end_promptly, print_summary, shown_run
 from flows.artifacts import ProgressArtifact, artifact_key
 from flows.config import DEFAULT_SCORERS, DEMO_CONFIG, EvalConfig, RunOptions, ScorerSpec, bind_options
 from flows.datasets import Dataset
@@ -82,7 +84,8 @@ def _execute(
         if not stored:
             _record_end(prepared, "cancelled" if isinstance(exc, _CANCELLED) else "failed", logger)
         raise  # when stored, the results are all there; only the report after them failed
-    logger.info("run %s: %s", plan.run_id, ", ".join(f"{r['scorer']}={r['mean']}" for r in report[0]))
+    logger.info("run %s: %s", plan.run_id, ", ".join(
+        f"{r['scorer']}={'–' if r['mean'] is None else format(r['mean'], '.3f')}" for r in report[0]))
     return eval_result(prepared, report, flow_run_id)
 
 
@@ -110,7 +113,8 @@ def _given_options(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 class _EvalsFlow(RedactingFlow):
     """A Flow that keeps in-memory rows in this process (they land in the store's `items` table) and
-    reports them and other Python objects to the API as short descriptions."""
+    reports them and other Python objects to the API as short descriptions; a call shows the CLI's progress
+    bar and summary unless ``quiet`` (flows/api_console.py)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         bound = inspect.signature(self.fn).bind_partial(*args, **kwargs)
@@ -120,8 +124,17 @@ class _EvalsFlow(RedactingFlow):
         if data is not None and not isinstance(data, (str, os.PathLike, Rows, Dataset)):
             bound.arguments["data"] = Rows(data)
         apply_process_defaults()
-        with reuse_recorded_server() as folder_server, heartbeat_settings(own_server=folder_server is not None):
-            return super().__call__(*bound.args, **bound.kwargs)
+        quiet = bool(bound.arguments.get("quiet"))
+        with (reuse_recorded_server() as folder_server, heartbeat_settings(own_server=folder_server is not None),
+              shown_run(quiet)):
+            api_url = get_current_settings().api.url  # None: Prefect's temporary server, gone at exit
+            try:
+                result = super().__call__(*bound.args, **bound.kwargs)
+            finally:
+                end_promptly()
+        if not quiet and isinstance(result, EvalResult):  # return_state=True returns a State
+            print_summary(result, api_url)
+        return result
 
     def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
         params = dict(parameters)
@@ -167,6 +180,7 @@ def _run_evals(
     runner: str | None = None,
     dask_address: str | None = None,
     workers: int | None = None,
+    quiet: bool = False,
 ) -> EvalResult:
     """Run scorers over a dataset and store every result in DuckDB.
 
@@ -193,6 +207,9 @@ def _run_evals(
         runner: "local" (default) or "dask": target calls, judge steps and code chunks on the workers of
             the Dask cluster at ``dask_address``, or of a LocalCluster of ``workers`` processes
             (docs/scale-out.md).
+        quiet: show nothing; by default the call shows what `evalduck run` shows: a progress bar on stderr
+            (on a terminal) and the summary table on stdout. Prefect's own INFO console lines are held back
+            either way (they reach the Prefect API and UI). Not a run option: it changes no result.
     """
     given = _given_options(locals())
     return _execute(data=data, scorers=scorers or list(DEFAULT_SCORERS), target=target,

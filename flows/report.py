@@ -18,6 +18,7 @@ from flows.artifacts import (
     publish_summary,
     summary_description,
     summary_rows,
+    summary_table,
 )
 from flows.html_report import WrittenReport
 from flows.prepare import Prepared
@@ -104,7 +105,7 @@ async def publish_report(prepared: Prepared) -> Report:
                                          f"run {plan.run_id} vs previous run {previous}")
         finally:
             written = await page if page is not None else None  # the summary links it, once it is there
-    await publish_summary(artifact_key(name, "summary"), rows,
+    await publish_summary(artifact_key(name, "summary"), summary_table(rows),
                           summary_description(plan.run_id, len(prepared.dataset), written.path if written else None,
                                               trend, name))
     return rows, comparison, written

@@ -16,6 +16,8 @@ from scorers._errors import (
     ScorerInputError,
     StepResultError,
     describe_validation,
+    did_you_mean,
+    error_hint,
     error_rule,
 )
 from scorers._judge import JUDGE_MODEL_ENV, JudgeSettings
@@ -73,6 +75,8 @@ __all__ = (
     "describe_validation",
     "canonical_json",
     "error_rule",
+    "error_hint",
+    "did_you_mean",
     "check_text_field",
     "check_context",
     "check_expected_tool",

@@ -6,10 +6,13 @@ concurrency, API keys, api_base, clients) is left out, so keys are stable across
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 __all__ = (
@@ -17,6 +20,7 @@ __all__ = (
     "EXCLUDED_SETTINGS",
     "canonical_json",
     "hash_components",
+    "source_digest",
     "without_excluded",
 )
 
@@ -75,3 +79,70 @@ def hash_components(components: Mapping[str, Any]) -> str:
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("cache key %s from %s", key, text[:2000])
     return key
+
+
+_PACKAGE = "scorers"
+_ROOT = Path(__file__).resolve().parent  # this package's folder: module names map to files in it
+
+
+def _source_file(module: str) -> Path | None:
+    """The source file of a ``scorers`` module (``scorers.prebuilt._judged`` -> ``prebuilt/_judged.py``), found
+    without importing anything; None when there is no such module."""
+    parts = module.split(".")[1:]
+    for path in (_ROOT.joinpath(*parts).with_suffix(".py"), _ROOT.joinpath(*parts, "__init__.py")):
+        if parts and path.is_file():
+            return path
+    return None
+
+
+def _read_source(module: str) -> bytes | None:
+    """The bytes of ``module``'s source file; None when it has none (e.g. installed as bytecode only)."""
+    path = _source_file(module)
+    return path.read_bytes() if path is not None else None
+
+
+def _imported(module: str, source: bytes) -> set[str]:
+    """The ``scorers`` modules ``module``'s code imports (anywhere in it, functions included), by name: for
+    ``from a.b import c`` the module ``a.b``, and ``a.b.c`` when that is a module too. Parent packages'
+    ``__init__`` files are not counted: importing ``a.b.c`` loads them, but the step's logic is not in them."""
+    package = module.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's package, one level up per extra dot
+                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return {name for name in found
+            if name.startswith(_PACKAGE + ".") and not name.startswith(_PACKAGE + ".testing")
+            and _source_file(name) is not None}
+
+
+@cache
+def source_digest(module: str) -> str | None:
+    """sha256 over the source of ``module`` and of every ``scorers`` module its code imports, transitively
+    (found by reading the source, not by running it; computed once per process): a prebuilt scorer's steps
+    are keyed on the code that computes them, so an edited and then reverted formula is computed again and
+    then served from the cache again. The closure is what can change a result: the scorer's module, the
+    prebuilt helpers it uses (``_judged``, ``_text``...) and the core it builds on (``_step``, ``_judge``,
+    ``_messages``...); an edit to another scorer's module changes no key of this one. None when a module in
+    it has no source file (the scorer's version alone keys it then)."""
+    seen: dict[str, bytes] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        source = _read_source(name)
+        if source is None:
+            return None
+        seen[name] = source
+        todo.extend(_imported(name, source) - seen.keys())
+    digest = hashlib.sha256()
+    for name in sorted(seen):
+        digest.update(f"{name}\0{len(seen[name])}\0".encode())
+        digest.update(seen[name])
+    return digest.hexdigest()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
@@ -115,6 +116,22 @@ def error_rule(error: Mapping[str, Any]) -> str:
     return msg[:1].lower() + msg[1:]
 
 
+def did_you_mean(value: str, choices: Sequence[str] | Mapping[str, str], cutoff: float = 0.6) -> str | None:
+    """"did you mean 'tone-scorer'?" for the choice closest to a mistyped ``value`` (difflib's
+    ``get_close_matches``; ``cutoff`` its similarity threshold), or None when none is close. A mapping's keys
+    are matched and its values suggested (e.g. short names for ids)."""
+    names = choices if isinstance(choices, Mapping) else {c: c for c in choices}
+    close = difflib.get_close_matches(value, list(names), n=1, cutoff=cutoff)
+    return f"did you mean {names[close[0]]!r}?" if close else None
+
+
+def error_hint(error: Mapping[str, Any]) -> str:
+    """What a validator put in its error's ``hint`` (``PydanticCustomError(..., {"hint": ...})``), as a
+    suffix for after the value ("; did you mean 'x'?"); "" when there is none."""
+    hint = (error.get("ctx") or {}).get("hint")
+    return f"; {hint}" if hint else ""
+
+
 def describe_validation(exc: ValidationError, noun: str = "option", *, known: Sequence[str] = ()) -> str:
     """pydantic errors as "`name` must ..., got value" parts joined by "; ".
 
@@ -133,5 +150,5 @@ def describe_validation(exc: ValidationError, noun: str = "option", *, known: Se
         elif rule.startswith("`"):
             parts.append(rule)
         else:
-            parts.append(f"`{name}` {rule}, got {err.get('input')!r:.80}")
+            parts.append(f"`{name}` {rule}, got {err.get('input')!r:.80}{error_hint(err)}")
     return "; ".join(parts)

@@ -55,6 +55,9 @@ class Step:
     judge: JudgeSettings | None = None
     instructions: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
+    # A prebuilt scorer's steps: the digest of the package source that computes them (``source_digest``),
+    # in their cache key beside the version. None for other scorers, whose author bumps the version.
+    code: str | None = None
 
     def __post_init__(self) -> None:
         label = f"{self.scorer_id}.{self.name}"
@@ -152,6 +155,8 @@ class Step:
             "earlier_results": {name: ctx.results[name] for name in earlier if name in ctx.results},
             "score": ctx.score if self.name == "generate_reason" else None,
         }
+        if self.code is not None:
+            components["code"] = self.code
         if self.judge_prompt is not None and self.judge is not None:
             model = self.judge_prompt.output_model
             components["judge"] = {
@@ -162,7 +167,8 @@ class Step:
         return components
 
     def cache_key(self, ctx: StepContext) -> str:
-        """sha256 hex over canonical JSON of: key format version, scorer id and version, step name, the
+        """sha256 hex over canonical JSON of: key format version, scorer id and version (and, for a prebuilt
+        scorer, the digest of its code), step name, the
         step's own parameters, judge model + generation settings + instructions + output schema (judge
         steps), the run's input/output/ground_truth/request_context (and context, expected_tool and
         expected_tool_order when given), earlier steps' results and, for

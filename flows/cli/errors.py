@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
-from scorers import error_rule
+from scorers import error_hint, error_rule
 from typer.core import TyperGroup
 
 from flows.display import literal
@@ -81,7 +81,7 @@ def describe(error: Mapping[str, Any], option: str, low: Any = None, high: Any =
     else:
         rule = error_rule(error)
     # A number that broke a bound is shown as typed; anything else quoted, so '' and ' x' read as such.
-    return f"{option} {rule}, got {_shown(error.get('input'), bare=bound is not None)}"
+    return f"{option} {rule}, got {_shown(error.get('input'), bare=bound is not None)}{error_hint(error)}"
 
 
 def value_error(option: str, value: Any, problem: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from flows.datasets.errors import DatasetError, DatasetPathError
-from flows.datasets.rows import Dataset, validate_rows
+from flows.datasets.rows import BadRow, Dataset, validate_rows
 
 __all__ = ("SUFFIXES", "load_dataset")
 
@@ -54,10 +54,10 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
                 if not line.strip():
                     continue
                 try:  # without its line break, so an error at the end of the line has that line's column
-                    yield f"{path} line {lineno}", json.loads(line.rstrip("\r\n"))
-                except json.JSONDecodeError as exc:
-                    raise DatasetError([f"{path} line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})"],
-                                       path=str(path)) from None
+                    row: Any = json.loads(line.rstrip("\r\n"))
+                except json.JSONDecodeError as exc:  # every bad line is listed, not only the first
+                    row = BadRow(f"not valid JSON ({exc.msg} at column {exc.colno})")
+                yield f"{path} line {lineno}", row
         except UnicodeDecodeError:
             raise _not_utf8(path) from None
 
@@ -118,9 +118,8 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, Any]]:
                                             f"{', '.join(map(repr, header))}); name the question column `input`"],
                                            path=str(path))
                     continue
-                if len(cells) > len(header):
-                    raise DatasetError([f"{where}: more cells than header columns"], path=str(path))
-                yield where, _csv_row(where, header, cells, path)
+                yield where, (BadRow("more cells than header columns") if len(cells) > len(header)
+                              else _csv_row(header, cells))
         except UnicodeDecodeError:
             raise _not_utf8(path) from None
 
@@ -130,7 +129,7 @@ _JSON_OBJECT_CELLS = frozenset({"requestContext", "request_context", "metadata"}
 _JSON_LIST_CELLS = frozenset({"context", "expectedToolOrder", "expected_tool_order"})
 
 
-def _csv_row(where: str, header: Sequence[str], cells: Sequence[str], path: Path) -> dict[str, Any]:
+def _csv_row(header: Sequence[str], cells: Sequence[str]) -> dict[str, Any] | BadRow:
     row: dict[str, Any] = {}
     for key, value in zip(header, cells):
         if value == "":
@@ -141,7 +140,7 @@ def _csv_row(where: str, header: Sequence[str], cells: Sequence[str], path: Path
                 value = json.loads(value)
             except json.JSONDecodeError:
                 what = "a JSON array of strings" if is_list else "a JSON object"
-                raise DatasetError([f"{where}: `{key}` must be {what}, got {value!r:.60}"], path=str(path)) from None
+                return BadRow(f"`{key}` must be {what}, got {value!r:.60}")
         row[key] = value
     return row
 

@@ -21,7 +21,15 @@ from scorers import (
 from flows.datasets.errors import DatasetError
 from flows.store.ids import item_ids
 
-__all__ = ("DatasetItem", "Dataset", "dataset_from_rows", "validate_rows")
+__all__ = ("BadRow", "DatasetItem", "Dataset", "dataset_from_rows", "validate_rows")
+
+
+@dataclass(frozen=True)
+class BadRow:
+    """A located row that could not be read (a JSONL line that is not JSON, a CSV cell that is not the JSON it
+    must be): the reader goes on, and ``validate_rows`` lists it in file order with the rows' other problems."""
+
+    problem: str
 
 
 class _Row(BaseModel):
@@ -123,6 +131,9 @@ def validate_rows(located: Sequence[tuple[str, Any]], source: str, *, path: str 
     problems: list[str] = []
     rows: list[tuple[str, _Row]] = []
     for where, raw in located:
+        if isinstance(raw, BadRow):
+            problems.append(f"{where}: {raw.problem}")
+            continue
         if not isinstance(raw, Mapping):
             problems.append(f"{where}: a row must be an object, got {type(raw).__name__}")
             continue

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from scorers import _cache_key
 
 if TYPE_CHECKING:
     from scorers._scorer import Scorer
@@ -42,14 +46,23 @@ def prebuilt(
 ) -> Callable[[F], F]:
     """Declare a factory's ``scorer_id``, ``version``, ``needs_judge`` and ``higher_is_better`` as attributes
     (the scorer it builds must carry the same id, version and direction: tests/scorers/test_catalog.py), and
-    ``reads``, the run fields it reads as docs/scorers.md's table names them (e.g. ``("input", "output")``)."""
+    ``reads``, the run fields it reads as docs/scorers.md's table names them (e.g. ``("input", "output")``).
 
-    def declare(factory: F) -> F:
+    The scorers it builds carry the digest of the factory's module source and the package modules it imports
+    (``_cache_key.source_digest``) in every step, so their cache keys follow the code, not only ``version``."""
+
+    def declare(made: F) -> F:
+        @functools.wraps(made)
+        def factory(*args: Any, **kwargs: Any) -> Scorer:
+            scorer = made(*args, **kwargs)
+            code = _cache_key.source_digest(made.__module__)
+            return dataclasses.replace(scorer, steps=tuple(dataclasses.replace(s, code=code) for s in scorer.steps))
+
         factory.scorer_id = scorer_id  # type: ignore[attr-defined]
         factory.version = version  # type: ignore[attr-defined]
         factory.needs_judge = needs_judge  # type: ignore[attr-defined]
         factory.higher_is_better = higher_is_better  # type: ignore[attr-defined]
         factory.reads = tuple(reads)  # type: ignore[attr-defined]
-        return factory
+        return factory  # type: ignore[return-value]
 
     return declare

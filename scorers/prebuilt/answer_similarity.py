@@ -223,6 +223,10 @@ def create_answer_similarity_scorer(options: Mapping[str, Any] | None = None, **
         return {"outputUnits": [], "groundTruthUnits": []} if truth is None or not truth.strip() else None
 
     def generate_score(ctx: StepContext) -> float:
+        """0 without a ground truth whatever the earlier steps returned (SCORERS.md 1.3): a run that gets
+        here with none has require_ground_truth=False, and analyze's result is not about this run then."""
+        if ctx.run.ground_truth is None:
+            return 0.0
         return similarity_score(ctx.results.get("analyze"), weights)
 
     return judge_scorer(

@@ -169,3 +169,24 @@ def test_invalid_utf8_through_the_installed_script(work: Path) -> None:
     assert done.returncode == BAD_DATA, done.stderr
     assert done.stderr.startswith("error: badutf8.csv line 3: not valid UTF-8 (byte 0xe9 at column 4"), done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_every_bad_line_is_counted_through_the_installed_script(work: Path) -> None:
+    """1,000 lines that are not JSON and one without `input`, in a CSV and a JSONL file: the first ten listed
+    in file order, the rest counted, as rows with a missing field always were."""
+    (work / "broken.jsonl").write_text('{"input": "q"}\n' + '{"input": "q", oops\n' * 999 + '{"output": "o"}\n')
+    (work / "broken.csv").write_text('input,metadata\nq,{}\nq,{oops\nq,{},extra\n')
+    script = Path(sys.executable).with_name("evalduck")
+    for name, first, count in [("broken.jsonl", 'broken.jsonl line 2: not valid JSON (Expecting property name', 990),
+                               ("broken.csv", "broken.csv line 3: `metadata` must be a JSON object, got '{oops'", 0)]:
+        done = subprocess.run([str(script), "run", name, "-s", "tone-scorer"], cwd=work, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == BAD_DATA, done.stderr
+        lines = done.stderr.splitlines()
+        assert lines[0].startswith("error: " + first) and "Traceback" not in done.stderr, done.stderr
+        if count:
+            assert len(lines) == 11 and lines[-1] == f"... and {count} more problem(s)", done.stderr
+            assert lines[9].startswith("broken.jsonl line 11: not valid JSON"), done.stderr
+        else:
+            assert lines[1:] == ["broken.csv line 4: more cells than header columns"], done.stderr
+        assert done.stdout == ""

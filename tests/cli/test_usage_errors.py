@@ -66,7 +66,10 @@ SIMPLE = [
     # run: options that EvalConfig checks, named by the one helper
     ("unknown-scorer", (*RUN, "--scorer", "no-such-scorer"),
      ("--scorer must be one of", *SCORERS, "got 'no-such-scorer'")),
-    ("short-scorer-option", (*RUN, "-s", "tone"), ("--scorer must be one of", "got 'tone'")),
+    ("short-scorer-option", (*RUN, "-s", "tone"), ("--scorer must be one of", "got 'tone'; did you mean 'tone-scorer'?")),
+    ("mistyped-scorer", (*RUN, "-s", "faithfullness-scorer"),
+     ("--scorer must be one of", "got 'faithfullness-scorer'; did you mean 'faithfulness-scorer'?")),
+    ("mistyped-command", ("shwo", "latest"), ("No such command 'shwo'. Did you mean 'show'?",)),  # click's own
     ("scorer-twice", (*RUN, "-s", "tone-scorer", "-s", "tone-scorer"), ("--scorer 'tone-scorer': given twice",)),
     ("scorer-import-path", (*RUN, "-s", "no_such_module:make"),
      ("--scorer 'no_such_module:make': cannot import module 'no_such_module'",)),
@@ -113,6 +116,17 @@ SIMPLE = [
 @pytest.mark.parametrize(("args", "expected"), [case[1:] for case in SIMPLE], ids=[case[0] for case in SIMPLE])
 def test_usage_error(work: Path, args: tuple[str, ...], expected: tuple[str, ...]) -> None:
     usage_error(evalduck(work, *args), *expected)
+
+
+def test_a_scorer_id_close_to_none_gets_no_suggestion(work: Path) -> None:
+    assert usage_error(evalduck(work, *RUN, "-s", "no-such-scorer")).endswith("got 'no-such-scorer'")
+
+
+def test_a_mistyped_command_through_the_installed_script(work: Path) -> None:
+    """`evalduck rn ...` is no `run` for the launcher (flows/launch.py), so the CLI says what it is."""
+    done = subprocess.run([str(Path(sys.executable).with_name("evalduck")), "rn", "data.jsonl"], cwd=work,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.startswith("error: No such command 'rn'. Did you mean 'run'"), done.stderr
 
 
 def test_unknown_option_says_where_help_is(work: Path) -> None:

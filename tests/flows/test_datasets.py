@@ -22,7 +22,9 @@ def test_jsonl_errors_name_every_bad_line(tmp_path: Path) -> None:
                   '{"input": 3}\n{not json\n')
     with pytest.raises(DatasetError) as err:
         load_dataset(path)
-    assert str(err.value) == f"{path} line 6: not valid JSON (Expecting property name enclosed in double quotes at column 2)"
+    assert err.value.problems[0] == f"{path} line 3: missing `input`"  # a bad line does not hide the others
+    assert err.value.problems[-1] == (f"{path} line 6: not valid JSON (Expecting property name enclosed in double "
+                                      "quotes at column 2)")
     _write(path, '{"input": "q"}\n\n{"output": "x", "id": "b-1"}\n{"input": "q", "foo": 1}\n{"input": 3}\n')
     with pytest.raises(DatasetError) as err:
         load_dataset(path)
@@ -138,7 +140,8 @@ def test_csv_errors_name_the_file_line_each_row_starts_on(tmp_path: Path) -> Non
     path = _write(tmp_path / "d.csv", 'id,input,metadata\n1,,\n\n2,"two\nlines",\n3,,{}\n4,x,not json\n')
     with pytest.raises(DatasetError) as err:
         load_dataset(path)
-    assert err.value.problems == [f"{path} line 7: `metadata` must be a JSON object, got 'not json'"]
+    assert err.value.problems == [f"{path} line 2 (item '1'): missing `input`", f"{path} line 6 (item '3'): missing "
+                                  "`input`", f"{path} line 7: `metadata` must be a JSON object, got 'not json'"]
     _write(path, 'id,input,metadata\n1,,\n\n2,"two\nlines",\n3,,{}\n')
     with pytest.raises(DatasetError) as err:
         load_dataset(path)

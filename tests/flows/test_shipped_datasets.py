@@ -46,7 +46,7 @@ def test_rag_dataset(judge: FakeOpenAIServer, workdir: dict[str, str]) -> None:
     assert len(cells) == 2 * 24
     for (scorer, item), (status, score, _, meta) in cells.items():
         assert (status, score) == ("scored", meta["expected"][scorer.removesuffix("-scorer")]), (scorer, item, meta)
-    assert result.scores == {"faithfulness-scorer": round(11.5 / 24, 3), "hallucination-scorer": round(12.5 / 24, 3)}
+    assert result.scores == pytest.approx({"faithfulness-scorer": 11.5 / 24, "hallucination-scorer": 12.5 / 24})  # exact means
     (direction,) = Store(workdir["db"]).sql("SELECT higher_is_better FROM run_scorers WHERE run_id = ? AND "
                                            "scorer_id = 'hallucination-scorer'", [result.run_id]).rows
     assert direction == (False,)

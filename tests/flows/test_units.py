@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flows.artifacts import artifact_key, comparison_markdown, summary_rows
+from flows.artifacts import artifact_key, comparison_markdown, summary_rows, summary_table
 from flows.registry import build_scorers
 from flows.targets import TargetError, resolve_target
 from flows.tasks import RateLimiter, StepCacheKey, chunk_key, is_transient
@@ -56,8 +56,12 @@ def test_artifact_keys_and_comparison_markdown() -> None:
     assert "| tone-scorer | 0.800 | 0.700 | -0.100 | [-0.150, -0.050] | 20 | 2 | 15 |  |" in text
     assert summary_rows([{"scorer_id": "t", "mean_score": 0.12345, "n_scored": 3, "n_errors": 1, "n_skipped": 2,
                           "prompt_tokens": 10, "completion_tokens": 5, "cost": None, "higher_is_better": True}]) == [
-        {"scorer": "t", "higher_is_better": True, "mean": 0.123, "scored": 3, "errored": 1, "skipped": 2,
+        {"scorer": "t", "higher_is_better": True, "mean": 0.12345, "scored": 3, "errored": 1, "skipped": 2,
          "judge_tokens": 15, "judge_cost_usd": None}]
+    # The numbers are rounded only where people read them: the UI's summary table.
+    exact = summary_rows([{"scorer_id": "t", "mean_score": 0.96996, "cost": 0.0000123456}])
+    assert exact[0]["mean"] == 0.96996 and exact[0]["judge_cost_usd"] == 0.0000123456
+    assert summary_table(exact)[0]["mean"] == 0.97 and summary_table(exact)[0]["judge_cost_usd"] == 0.000012
     # A lower-is-better scorer says so in the comparison, where its rise is the regression.
     lower = [{**rows[0], "scorer_id": "bias-scorer", "higher_is_better": False}]
     assert "| bias-scorer \\(lower is better\\) | 0.800 |" in comparison_markdown(lower, "a", "b", None)
@@ -210,3 +214,12 @@ def test_deployment_flows_have_no_required_parameter() -> None:
         assert deployed.validate_parameters({})["config"] == DEMO_CONFIG
     assert (Path(__file__).resolve().parents[2] / DEMO_CONFIG.dataset).is_file()
     assert DEMO_CONFIG.name  # the regression check needs a run name
+
+
+def test_a_mistyped_scorer_id_gets_a_suggestion_from_python_too() -> None:
+    from scorers import ConfigError
+
+    from flows.registry import build_scorers
+
+    with pytest.raises(ConfigError, match=r"got 'tone-scorr'; did you mean 'tone-scorer'\?$"):
+        build_scorers(["tone-scorr"])

@@ -66,6 +66,14 @@ def test_no_ground_truth(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> 
     assert fake.request_count == 0
 
 
+@pytest.mark.parametrize("options", [{}, {"require_ground_truth": False}])
+def test_no_ground_truth_scores_0_whatever_analyze_returned(options: dict[str, Any], step_result: Any) -> None:
+    """generate_score alone, given exact matches (a cached or hand-fed analyze result): still 0, no ground truth."""
+    scorer = create_answer_similarity_scorer(JUDGE, **options)
+    assert step_result(scorer, "generate_score", analysis(["exact", "exact"])) == 0.0
+    assert step_result(scorer, "generate_score", analysis(["exact", "exact"]), ground_truth="g") == 1.0
+
+
 def test_blank_ground_truth_is_a_shortcut_and_blank_output_is_asked(fake: FakeOpenAIServer, fake_judge: dict[str, Any]) -> None:
     result = create_answer_similarity_scorer(fake_judge).run(input="q", output="An answer.", ground_truth=" ")
     assert result.preprocess_step_result == {"outputUnits": [], "groundTruthUnits": []} and result.score == 0.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +109,48 @@ def test_key_components_are_named() -> None:
 def test_without_excluded_drops_secrets_and_call_settings() -> None:
     kept = without_excluded({"top_p": 1, "api_key": "k", "aws_secret_access_key": "s", "timeout": 3, "seed": 7})
     assert kept == {"top_p": 1, "seed": 7}
+
+
+def _tone_keys() -> dict[str, str]:
+    return keys(scorers.create_tone_scorer())
+
+
+def test_a_prebuilt_scorers_keys_follow_its_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edited module (or a helper it imports) changes the keys; reverted, the keys are the old ones again;
+    another scorer's module is not part of them. A custom scorer's keys have no code component."""
+    from scorers import _cache_key
+
+    read = _cache_key._read_source
+    before = _tone_keys()
+
+    def edited(name: str) -> Any:
+        def reader(module: str) -> bytes | None:
+            source = read(module)
+            return source + b"\n# edited\n" if module == name and source is not None else source
+        return reader
+
+    for module, changes in [("scorers.prebuilt.tone", True), ("scorers.prebuilt._code", True),
+                            ("scorers._messages", True), ("scorers.prebuilt.bias", False)]:
+        monkeypatch.setattr(_cache_key, "_read_source", edited(module))
+        _cache_key.source_digest.cache_clear()
+        after = _tone_keys()
+        assert all((after[step] != before[step]) is changes for step in before), module
+        monkeypatch.setattr(_cache_key, "_read_source", read)
+        _cache_key.source_digest.cache_clear()
+        assert _tone_keys() == before  # reverted: the cached results are found again
+    custom = scorers.create_scorer("mine", generate_score=lambda ctx: 1.0)
+    assert "code" not in custom.step("generate_score").key_components(custom.context_for("generate_score", RUN))
+    tone = scorers.create_tone_scorer().step("analyze")
+    assert tone.key_components(scorers.create_tone_scorer().context_for("analyze", RUN))["code"] == tone.code
+
+
+def test_a_prebuilt_scorers_keys_are_the_same_in_every_process() -> None:
+    import subprocess
+    import sys
+
+    code = ("import json, scorers; s = scorers.create_tone_scorer(); "
+            f"print(json.dumps({{st.name: st.cache_key(s.context_for(st.name, {RUN!r}, {RESULTS!r}, 0.65)) for st in s.steps}}))")
+    printed = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+               for _ in range(2)]
+    assert printed[0] == printed[1]
+    assert json.loads(printed[0]) == _tone_keys()
