@@ -148,7 +148,7 @@ class _WhatToEvaluate(BaseModel):
     target: str | None = Field(
         default=None,
         description="Empty: score each item's `output`; 'module:function' (sync or async, called with the "
-        "item's input); or 'model:<litellm model>'.",
+        "item's input); or 'model:' and a litellm model (e.g. model:openai/gpt-4o-mini).",
     )
 
 

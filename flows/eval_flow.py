@@ -201,7 +201,7 @@ def run_eval_config(config: EvalConfig = DEMO_CONFIG) -> EvalResult:
     """Run an eval described by one EvalConfig (the deployment entrypoint; the UI renders it as a form).
 
     Args:
-        config: what to evaluate (dataset, scorers, target, judge model) and the eval name runs are
+        config: What to evaluate (dataset, scorers, target, judge model) and the eval name runs are
             compared by; the other run options under Advanced options (default: the demo eval).
     """
     return _execute(data=config.dataset, scorers=list(config.scorers), target=config.target,
