@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from pydantic_core import PydanticCustomError
 from scorers import PREBUILT, ConfigError, describe_validation, did_you_mean
 
+from flows.run_form import ADVANCED, shape_run_form
 from flows.settings import default_cache_dir  # here too: where the flow has always found it
 
 __all__ = ("EvalConfig", "RunOptions", "bind_options", "ScorerSpec", "SCORER_IDS", "SCORER_ID_HELP", "is_import_path",
@@ -33,7 +34,7 @@ class ScorerSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(description=SCORER_ID_HELP)
+    id: str = Field(description="A prebuilt scorer id (listed under Scorers) or an import path 'module:attribute'.")
     options: dict[str, Any] = Field(default_factory=dict, description="The scorer's options (see its factory).")
 
     @model_validator(mode="before")
@@ -82,9 +83,12 @@ class RunOptions(BaseModel):
     )
     concurrency: int = Field(default=8, ge=1, le=256, description="Items in flight at once.")
     judge_rpm: float | None = Field(
-        default=None, gt=0, description="Judge requests per minute, shared by the whole run (None: no limit)."
+        default=None, gt=0, description="Judge requests per minute, shared by the whole run (empty: no limit)."
     )
-    name: str | None = Field(default=None, description="Run name; a previous run of that name is compared.")
+    name: str | None = Field(
+        default=None, title="Eval name", description="What this run is compared with: the previous completed run "
+        "of this name (empty: none). Prefect's Run Name above only labels the flow run.",
+    )
     db: str | None = Field(default=None, description="DuckDB file (default $EVALDUCK_DB, else ./evals.duckdb).")
     cache_dir: str | None = Field(
         default=None, description="Step cache folder (default $EVALDUCK_CACHE_DIR, else ./.evalduck/cache)."
@@ -111,7 +115,7 @@ class RunOptions(BaseModel):
     )
     dask_address: str | None = Field(
         default=None, pattern=r"^[a-z]+://\S+$", description="Dask scheduler to use with runner 'dask', e.g. "
-        "tcp://10.0.0.5:8786 (None: a LocalCluster of `workers` processes on this machine).",
+        "tcp://10.0.0.5:8786 (empty: a LocalCluster of `workers` processes on this machine).",
     )
     workers: int = Field(default=2, ge=1, le=64, description="Worker processes of the LocalCluster that "
                          "runner 'dask' starts when no dask_address is given.")
@@ -149,16 +153,32 @@ class _WhatToEvaluate(BaseModel):
     )
     target: str | None = Field(
         default=None,
-        description="None: score each item's `output`; 'module:function' (sync or async, called with the "
-        "item's input); or 'model:<litellm model>'.",
+        description="Empty: score each item's `output`; 'module:function' (sync or async, called with the "
+        "item's input); or 'model:' and a litellm model (e.g. model:openai/gpt-4o-mini).",
     )
 
 
 class EvalConfig(RunOptions, _WhatToEvaluate):
     """Everything one eval run needs: what to evaluate, then the run options (the form lists them in that
-    order). Field descriptions become the Prefect UI's form help."""
+    order). Field descriptions become the Prefect UI's form help; its JSON schema is shaped for that form
+    (flows/run_form.py), which sends the run options it does not show first in one ``advanced`` object."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=lambda schema, _cls: shape_run_form(schema))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unfold_advanced(cls, value: Any) -> Any:
+        """The form's ``advanced`` object (run options) merged into the fields; each option given once."""
+        if not isinstance(value, Mapping) or ADVANCED not in value:
+            return value
+        data = dict(value)
+        advanced = data.pop(ADVANCED) or {}
+        if not isinstance(advanced, Mapping):
+            raise ValueError(f"`{ADVANCED}` must be an object of run options, got {advanced!r}")
+        twice = sorted(set(advanced) & set(data))
+        if twice:
+            raise ValueError(f"{', '.join(twice)} given in `{ADVANCED}` and beside it: give each once")
+        return {**data, **advanced}
 
     def options(self) -> RunOptions:
         """The run options alone."""

@@ -224,8 +224,8 @@ def run_eval_config(config: EvalConfig = DEMO_CONFIG) -> EvalResult:
     """Run an eval described by one EvalConfig (the deployment entrypoint; the UI renders it as a form).
 
     Args:
-        config: dataset, scorers with options, target, judge model, concurrency, run name, database...
-            (default: the demo eval, datasets/demo.jsonl, run name "demo").
+        config: What to evaluate (dataset, scorers, target, judge model) and the eval name runs are
+            compared by; the other run options under Advanced options (default: the demo eval).
     """
     return _execute(data=config.dataset, scorers=list(config.scorers), target=config.target,
                     options=config.options(), on_item_complete=None, config=config.model_dump(mode="json"))

@@ -64,8 +64,8 @@ def test_large_in_memory_dataset(workdir: dict[str, str]) -> None:
 def test_run_eval_config_form_and_run(judge: FakeOpenAIServer, workdir: dict[str, str], tmp_path: Path) -> None:
     schema = run_eval_config.parameters.model_dump()
     config_schema = schema["definitions"]["EvalConfig"]
-    assert {"dataset", "scorers", "target", "judge_model", "concurrency", "name", "refresh"} <= set(
-        config_schema["properties"])
+    assert {"dataset", "scorers", "target", "judge_model", "name", "advanced"} <= set(config_schema["properties"])
+    assert {"concurrency", "refresh"} <= set(config_schema["properties"]["advanced"]["anyOf"][1]["properties"])
     path = tmp_path / "d.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows(2)) + "\n")
     config = EvalConfig(dataset=str(path), scorers=[judge_scorer(judge), "textual-difference-scorer"],

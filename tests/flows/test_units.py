@@ -116,13 +116,15 @@ def test_scorer_ids_come_from_one_table() -> None:
     import typer
 
     from flows.cli import app
-    from flows.config import DEFAULT_SCORERS, SCORER_IDS, ScorerSpec
+    from flows.config import DEFAULT_SCORERS, SCORER_IDS, EvalConfig, ScorerSpec
 
     ids = tuple(PREBUILT)
     assert SCORER_IDS == ids and DEFAULT_SCORERS == ids[:3] == ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
-    # The UI form's scorer id is a text field (an import path is a scorer too) whose help lists the ids.
+    # The UI form's scorer id is a text field (an import path is a scorer too); the Scorers field's help
+    # lists the ids, once for the list (tests/flows/test_run_form.py).
     id_field = ScorerSpec.model_json_schema()["properties"]["id"]
-    assert id_field["type"] == "string" and all(i in id_field["description"] for i in ids)
+    scorers_help = EvalConfig.model_json_schema()["properties"]["scorers"]["description"]
+    assert id_field["type"] == "string" and all(i in scorers_help for i in ids)
     with pytest.raises(ValueError, match="must be one of 'answer-relevancy-scorer', 'tone-scorer', 'textual.*, or an "
                                          "import path 'module:attribute'"):
         build_scorers(["tone"])
