@@ -7,7 +7,8 @@ import logging
 import os
 import tempfile
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from flows.engine import ItemResult, RunPlan
 from flows.progress import ProgressSink
 from flows.registry import build_scorers
 from flows.settings import default_cache_dir
-from flows.store import Store, check_resume_dataset, default_db_path
+from flows.store import Store, StoreDiskError, check_resume_dataset, default_db_path
 from flows.targets import Target, resolve_target
 
 __all__ = ("Prepared", "Rows", "prepare_run", "load_data", "cache_folder", "CacheDirError")
@@ -82,6 +83,16 @@ def cache_folder(configured: str | None) -> Path:
     return folder
 
 
+@contextmanager
+def _run_start() -> Iterator[None]:
+    """A full disk met here undid the run's start (one transaction): the CLI says so, not `--resume`."""
+    try:
+        yield
+    except StoreDiskError as exc:
+        exc.at_start = True
+        raise
+
+
 def _check_outputs(dataset: Dataset, target: Target, scorers: list[Scorer]) -> None:
     if target.calls or not scorers:
         return
@@ -121,7 +132,8 @@ def prepare_run(
         portable = portables(built, tgt)
 
     folder = cache_folder(o.cache_dir)  # before the store: a run that cannot cache is not recorded
-    store = Store(o.db if o.db is not None else default_db_path())
+    with _run_start():
+        store = Store(o.db if o.db is not None else default_db_path())
     run_config = dict(config or {})
     run_config.setdefault("scorers", [{"id": s.id, "version": s.version, "options": dict(s.options)} for s in built])
     run_config.setdefault("target", tgt.label)
@@ -133,7 +145,7 @@ def prepare_run(
     directions = {i: h for i, _, h in ran}
     todo: set[tuple[str, str]] | None = None
     previous: str | None = None
-    with store.held():  # the operations below in a row: one opening of the file, not one each
+    with _run_start(), store.held():  # the operations below in a row: one opening of the file, not one each
         if o.resume:
             run_id = store.resolve_run(o.resume)
             check_resume_dataset(store, run_id, dataset.source, dataset.hash, [i.item_id for i in dataset.items])

@@ -110,12 +110,15 @@ def stop_disk(err: Console, disk: StoreDiskError, db: Path) -> NoReturn:
     """One line for a run the disk refused to store (full, over quota or the file size limit): the file, what
     happened, what is stored, and what to do: make room, then finish the run, or (before it started) another
     --db."""
-    if disk.run_id is None:  # the run's start was rolled back: nothing of it is stored
-        line = (f"{disk.file}: {disk.meaning}; the run did not start and nothing of it is stored (earlier runs "
-                f"are intact). {disk.remedy.capitalize()}, or choose another --db.")
-    else:
+    remedy = disk.remedy.capitalize()
+    if disk.run_id is not None:
         line = (f"run {disk.run_id} stopped: {disk.file}: {disk.meaning}; {_stored(db, disk.run_id)}. "
-                f"{disk.remedy.capitalize()}, then finish the run with: {resume_command(disk.run_id)}")
+                f"{remedy}, then finish the run with: {resume_command(disk.run_id)}")
+    elif disk.at_start:  # its start was rolled back
+        line = (f"{disk.file}: {disk.meaning}; the run did not start and the file is as it was. {remedy}, or "
+                "choose another --db.")
+    else:  # e.g. after the run's results, at its report's reads
+        line = f"{disk.file}: {disk.meaning}; what was stored before stays. {remedy}."
     err.print(literal(("error:", "red"), " ", line), highlight=False)
     raise typer.Exit(1) from None
 

@@ -55,12 +55,13 @@ class StoreDiskError(StoreError):
 
     The transaction it broke was rolled back: what was stored before stays. `file` is the file DuckDB named;
     `meaning` and `remedy` say what happened and what to do; `run_id` is set by the ResultWriter whose write
-    it stopped, as for StoreLockedError.
+    it stopped, as for StoreLockedError, and `at_start` by the run's start (prepare.py), which it undid.
     """
 
     def __init__(self, message: str, *, file: str, meaning: str, remedy: str, run_id: str | None = None) -> None:
         super().__init__(message)
         self.file, self.meaning, self.remedy, self.run_id = file, meaning, remedy, run_id
+        self.at_start = False
 
 
 def disk_refusal(exc: BaseException, path: Path | str) -> StoreDiskError | None:

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,36 +39,61 @@ def _fill(path: Path) -> None:
     subprocess.run([sys.executable, "-c", KILLED_RUN, str(path)], check=True, timeout=120)
 
 
-@pytest.fixture
-def read_only_folder(tmp_path: Path) -> Iterator[Callable[[Path], Path]]:
-    """Puts a file where this process cannot write it and returns its new path: a tmpfs remounted read-only
-    as root (chmod does not stop root), else a 0444 file in a 0555 folder (a colleague's file)."""
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    mounted = False
+# Root writes any file whatever its mode (CAP_DAC_OVERRIDE): root's CLI runs without that capability to meet
+# a 0444 file as its other users do.
+_AS_A_USER = ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+              "--inh-caps=-dac_override,-dac_read_search", "--"]
 
-    def place(src: Path) -> Path:
-        nonlocal mounted
-        dest = folder / src.name
-        if os.geteuid() == 0:
+
+class ReadOnly:
+    """A results file put where the CLI cannot write it: `mount`, a tmpfs remounted read-only (needs root);
+    `mode`, a 0444 file in a 0555 folder, a colleague's file (as root, the CLI runs without CAP_DAC_OVERRIDE)."""
+
+    def __init__(self, kind: str, folder: Path) -> None:
+        self.kind, self.folder, self.mounted = kind, folder, False
+        self.prefix: list[str] = []
+        folder.mkdir()
+        if kind == "mount":
+            if os.geteuid() != 0:
+                pytest.skip("a read-only mount needs root; the 0444 case covers unprivileged users")
             if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16M", "tmpfs", str(folder)],
                               capture_output=True).returncode != 0:
-                pytest.skip("root without a way to make a read-only mount (mount -t tmpfs failed)")
-            mounted = True
-            shutil.copy(src, dest)
-            subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True, capture_output=True)
+                pytest.skip("mount -t tmpfs failed (no CAP_SYS_ADMIN here)")
+            self.mounted = True
+        elif os.geteuid() == 0:
+            if shutil.which("setpriv") is None:
+                pytest.skip("root writes a 0444 file, and setpriv (to run without CAP_DAC_OVERRIDE) is missing")
+            self.prefix = _AS_A_USER
+
+    def place(self, src: Path) -> Path:
+        dest = self.folder / src.name
+        shutil.copy(src, dest)
+        if self.mounted:
+            subprocess.run(["mount", "-o", "remount,ro", str(self.folder)], check=True, capture_output=True)
         else:
-            shutil.copy(src, dest)
             dest.chmod(0o444)
-            folder.chmod(0o555)
-        if os.access(dest, os.W_OK):
+            self.folder.chmod(0o555)
+        probe = subprocess.run([*self.prefix, sys.executable, "-c", "import os, sys; sys.exit(os.access(sys.argv[1], "
+                                "os.W_OK))", str(dest)])
+        if probe.returncode != 0:
             pytest.skip(f"{dest} stayed writable: no read-only file to test with")
         return dest
 
+    def cli(self, db: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*self.prefix, sys.executable, "-c", ENTRY, "--db", str(db), *args], cwd=cwd,
+                              capture_output=True, text=True, timeout=120)
+
+    def close(self) -> None:
+        if self.mounted:
+            subprocess.run(["umount", str(self.folder)], check=True)
+        self.folder.chmod(0o755)
+
+
+@pytest.fixture(params=["mount", "mode"])
+def read_only(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ReadOnly]:
+    place = ReadOnly(request.param, tmp_path / "ro")
     yield place
-    if mounted:
-        subprocess.run(["umount", str(folder)], check=True)
-    folder.chmod(0o755)
+    place.close()
 
 
 def _cli(db: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -76,14 +101,12 @@ def _cli(db: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120)
 
 
-def test_read_commands_read_a_results_file_they_may_not_write(
-    tmp_path: Path, read_only_folder: Callable[[Path], Path]
-) -> None:
+def test_read_commands_read_a_results_file_they_may_not_write(tmp_path: Path, read_only: ReadOnly) -> None:
     _fill(tmp_path / "evals.duckdb")
-    db = read_only_folder(tmp_path / "evals.duckdb")
+    db = read_only.place(tmp_path / "evals.duckdb")
     before = db.read_bytes()
 
-    listed = _cli(db, "runs", cwd=tmp_path)
+    listed = read_only.cli(db, "runs", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     for run_id in ("run-a", "run-b", "run-killed"):
         assert run_id in listed.stdout
@@ -91,24 +114,24 @@ def test_read_commands_read_a_results_file_they_may_not_write(
     (note,) = listed.stderr.strip().splitlines()
     assert note.startswith(f"note: {db} is read-only here") and note.endswith("run-killed"), listed.stderr
 
-    counted = _cli(db, "sql", "SELECT count(*) AS cells FROM scores", "--format", "csv", cwd=tmp_path)
+    counted = read_only.cli(db, "sql", "SELECT count(*) AS cells FROM scores", "--format", "csv", cwd=tmp_path)
     assert counted.returncode == 0, counted.stderr
     assert counted.stdout.splitlines() == ["cells", "7"]
 
-    shown = _cli(db, "show", "run-b", cwd=tmp_path)
+    shown = read_only.cli(db, "show", "run-b", cwd=tmp_path)
     assert shown.returncode == 0 and "run-b" in shown.stdout and "tone-scorer" in shown.stdout, shown.stderr
-    compared = _cli(db, "compare", "run-a", "run-b", "--fail-below", "0.1", cwd=tmp_path)
+    compared = read_only.cli(db, "compare", "run-a", "run-b", "--fail-below", "0.1", cwd=tmp_path)
     assert compared.returncode == 0 and "OK:" in compared.stdout, compared.stderr
 
     # The report's default place is beside the results file, here read-only: one line saying what to do.
-    reported = _cli(db, "report", "run-b", cwd=tmp_path)
+    reported = read_only.cli(db, "report", "run-b", cwd=tmp_path)
     assert reported.returncode == 1 and "Traceback" not in reported.stderr, reported.stderr
     (line,) = [ln for ln in reported.stderr.splitlines() if not ln.startswith("note:")]
     assert line.startswith("error: could not write the report (") and "Pass --output FILE" in line, line
-    elsewhere = _cli(db, "report", "run-b", "--output", str(tmp_path / "run-b.html"), cwd=tmp_path)
+    elsewhere = read_only.cli(db, "report", "run-b", "--output", str(tmp_path / "run-b.html"), cwd=tmp_path)
     assert elsewhere.returncode == 0 and (tmp_path / "run-b.html").stat().st_size > 0, elsewhere.stderr
 
-    writing = _cli(db, "sql", "DELETE FROM scores", "--write", cwd=tmp_path)  # --write still needs a writable file
+    writing = read_only.cli(db, "sql", "DELETE FROM scores", "--write", cwd=tmp_path)  # --write still needs a writable file
     assert writing.returncode == 2 and writing.stderr.startswith("error: "), writing.stderr
     assert db.read_bytes() == before
 

@@ -268,8 +268,8 @@ def test_a_disk_full_at_the_run_start_is_one_line_and_records_nothing(tmp_path: 
                      prelude=small_disk.prelude())
     line = _one_error_line(done)
     assert line.startswith(f"error: {db}"), line
-    assert line.endswith(f": {small_disk.meaning}; the run did not start and nothing of it is stored (earlier runs "
-                         f"are intact). {small_disk.remedy}, or choose another --db."), line
+    assert line.endswith(f": {small_disk.meaning}; the run did not start and the file is as it was. "
+                         f"{small_disk.remedy}, or choose another --db."), line
     small_disk.grow()
     store = Store(db)
     assert store.sql("SELECT dataset, status FROM runs").rows == [("first.jsonl", "completed")]
