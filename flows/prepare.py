@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +21,14 @@ from flows.engine import ItemResult, RunPlan
 from flows.progress import ProgressSink
 from flows.registry import build_scorers
 from flows.settings import default_cache_dir
-from flows.store import Store, check_resume_dataset, default_db_path
+from flows.store import Store, StoreDiskError, check_resume_dataset, default_db_path
 from flows.targets import Target, resolve_target
 
-__all__ = ("Prepared", "Rows", "prepare_run", "load_data")
+__all__ = ("Prepared", "Rows", "prepare_run", "load_data", "cache_folder", "CacheDirError")
+
+
+class CacheDirError(ValueError):
+    """The step cache folder cannot be made or written (a file in its path, a read-only disk, no permission)."""
 
 
 class Rows:
@@ -58,6 +64,33 @@ def load_data(data: Any) -> Dataset:
     if isinstance(data, Rows):
         data = data.rows
     return dataset_from_rows(list(data))
+
+
+def cache_folder(configured: str | None) -> Path:
+    """The step cache folder (made if missing), checked writable now, before the run is recorded or any
+    target or judge is called: one line instead of a traceback from inside Prefect's result storage."""
+    folder = Path(configured) if configured else default_cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename and str(exc.filename) != str(folder) else ""
+        raise CacheDirError(
+            f"step cache folder {folder} cannot be written ({exc.strerror or exc}{where}). Choose another "
+            "--cache-dir (or EVALDUCK_CACHE_DIR)."
+        ) from None
+    return folder
+
+
+@contextmanager
+def _run_start() -> Iterator[None]:
+    """A full disk met here undid the run's start (one transaction): the CLI says so, not `--resume`."""
+    try:
+        yield
+    except StoreDiskError as exc:
+        exc.at_start = True
+        raise
 
 
 def _check_outputs(dataset: Dataset, target: Target, scorers: list[Scorer]) -> None:
@@ -98,7 +131,9 @@ def prepare_run(
 
         portable = portables(built, tgt)
 
-    store = Store(o.db if o.db is not None else default_db_path())
+    folder = cache_folder(o.cache_dir)  # before the store: a run that cannot cache is not recorded
+    with _run_start():
+        store = Store(o.db if o.db is not None else default_db_path())
     run_config = dict(config or {})
     run_config.setdefault("scorers", [{"id": s.id, "version": s.version, "options": dict(s.options)} for s in built])
     run_config.setdefault("target", tgt.label)
@@ -110,7 +145,7 @@ def prepare_run(
     directions = {i: h for i, _, h in ran}
     todo: set[tuple[str, str]] | None = None
     previous: str | None = None
-    with store.held():  # the operations below in a row: one opening of the file, not one each
+    with _run_start(), store.held():  # the operations below in a row: one opening of the file, not one each
         if o.resume:
             run_id = store.resolve_run(o.resume)
             check_resume_dataset(store, run_id, dataset.source, dataset.hash, [i.item_id for i in dataset.items])
@@ -123,8 +158,6 @@ def prepare_run(
         store.start_run(run_id, o.name, dataset.source, dataset.hash, run_config, flow_run_id,
                         items=[i.store_record() for i in dataset.items], directions=directions)
 
-    folder = Path(o.cache_dir) if o.cache_dir else default_cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     plan = RunPlan(run_id=run_id, items=dataset.items, scorers=built, skipped=skipped, target=tgt, store=store,
                    options=o, cache_dir=folder.resolve(), todo=todo, on_item_complete=on_item_complete, sink=sink,
                    portable=portable)

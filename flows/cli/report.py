@@ -59,7 +59,13 @@ def report(
                              "not exist"), ctx)
     with _store(ctx) as store:
         needs_url = bool(store.run_record(run).flow_run_id)
-        written = write_report(store, run, against=against, last=last,
-                               path=output.expanduser() if output else None, ui_url=ui_url() if needs_url else None)
+        try:
+            written = write_report(store, run, against=against, last=last,
+                                   path=output.expanduser() if output else None, ui_url=ui_url() if needs_url else None)
+        except OSError as exc:  # e.g. reports/ beside a results file on a read-only disk
+            _consoles.err.print(literal(("error:", "red"), f" could not write the report ({exc.strerror or exc}: ",
+                                        str(exc.filename or output), "). Pass --output FILE in a folder you can "
+                                        "write."))
+            raise typer.Exit(1) from None
     _consoles.out.print(literal("report of run ", written.run_id, ": ", written.path,
                                 f" ({written.bytes / 1e6:.2f} MB, {written.seconds:.1f} s)"), soft_wrap=True)

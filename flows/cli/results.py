@@ -48,16 +48,21 @@ REGRESSION = 1
 
 
 @contextmanager
-def _store(ctx: typer.Context) -> Iterator[Store]:
+def _store(ctx: typer.Context, *, reader: bool = True) -> Iterator[Store]:
     """The store, with store errors (unknown run, locked file, newer schema) turned into exit status 2. A
     file that does not exist is a usage error too: reading must not leave an empty results file behind (a
-    mistyped --db made one)."""
+    mistyped --db made one). A file that cannot be written here is read read-only (`reader`, Store)."""
     path = db_path(ctx)
     if isinstance(path, Path) and not path.expanduser().exists():
         fail(value_error(label(ctx, "db"), path, "no such results file (`evalduck run` creates it; check --db "
                                                  "and EVALDUCK_DB)"), ctx)
     try:
-        yield Store(path)
+        store = Store(path, reader=reader)
+        if store.left_running:
+            _consoles.err.print(literal(
+                "note: ", store.path, " is read-only here, so runs whose process is gone still show `running`: ",
+                ", ".join(store.left_running), style="dim"))
+        yield store
     except StoreError as exc:
         _consoles.err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
         raise typer.Exit(USAGE_ERROR) from exc
@@ -293,7 +298,7 @@ def sql(
     """Run SQL on the results file (read-only unless --write)."""
     if output not in ("table", "csv", "json"):
         fail(f"--format must be one of table, csv or json, got {output!r}", ctx)
-    with _store(ctx) as store:
+    with _store(ctx, reader=not write) as store:
         try:
             result = store.sql(query, list(param) if param else None, write=write)
         except duckdb.Error as exc:

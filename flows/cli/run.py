@@ -22,9 +22,11 @@ from flows.cli.errors import config_error
 from flows.cli.run_checks import calls_models, check_usage
 from flows.cli.run_stops import (
     Terminated,
+    disk_error,
     lock_error,
     sigterm_as_interrupt,
     stop,
+    stop_disk,
     stop_locked,
 )
 from flows.display import literal, shell_word
@@ -257,6 +259,9 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
             locked = lock_error(exc)  # also behind the engine's StoreWriteError
             if locked is not None:
                 stop_locked(err, locked, db_path(ctx))
+            full = disk_error(exc)  # a full disk, also behind StoreWriteError
+            if full is not None:
+                stop_disk(err, full, db_path(ctx))
             if isinstance(exc, (StoreError, ValueError, FailFast, MisconfiguredRun)):
                 stop(err, exc, 1)
             raise

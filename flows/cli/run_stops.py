@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -17,10 +17,12 @@ from rich.console import Console
 from flows.display import literal
 
 if TYPE_CHECKING:
-    from flows.store import StoreLockedError
+    from flows.store import StoreDiskError, StoreLockedError
 
+E = TypeVar("E", bound=BaseException)
 
-__all__ = ("Terminated", "sigterm_as_interrupt", "stop", "lock_error", "resume_command", "stop_locked")
+__all__ = ("Terminated", "sigterm_as_interrupt", "stop", "lock_error", "disk_error", "resume_command", "stop_locked",
+           "stop_disk")
 
 
 class Terminated(KeyboardInterrupt):
@@ -61,9 +63,20 @@ def lock_error(exc: BaseException) -> StoreLockedError | None:
     """The StoreLockedError behind `exc` (the engine wraps it in its StoreWriteError), if one is."""
     from flows.store import StoreLockedError
 
+    return _behind(exc, StoreLockedError)
+
+
+def disk_error(exc: BaseException) -> StoreDiskError | None:
+    """The StoreDiskError (a full or capped disk) behind `exc`, if one is."""
+    from flows.store import StoreDiskError
+
+    return _behind(exc, StoreDiskError)
+
+
+def _behind(exc: BaseException, kind: type[E]) -> E | None:
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, StoreLockedError):
+        if isinstance(seen, kind):
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
@@ -82,21 +95,43 @@ def resume_command(run_id: str) -> str:
 
 def stop_locked(err: Console, locked: StoreLockedError, db: Path) -> NoReturn:
     """One line for a run stopped by the file lock: who held it, what is stored, how to finish the run."""
-    from flows.store import Store, StoreError
-
     who = f"pid {locked.holder_pid} ({locked.holder})" if locked.holder_pid is not None else "another process"
     timeout = f" for more than {locked.timeout:g} s" if locked.timeout is not None else ""
     if locked.run_id is None:  # before the run had started writing: nothing of it is stored
         stop(err, locked, 1)
-    try:
-        (kept, total), = Store(db, lock_timeout=2).sql(
-            "SELECT count(*) FILTER (WHERE status IN ('scored', 'skipped')), count(*) FROM scores WHERE run_id = ?",
-            [locked.run_id],
-        ).rows
-        stored = f"{kept} finished cell(s) are stored ({total - kept} in error)"
-    except StoreError:
-        stored = "what it wrote before is stored"
     line = (f"run {locked.run_id} stopped: {who} held {locked.path or db}{timeout} (EVALDUCK_DB_LOCK_TIMEOUT); "
-            f"{stored}. Close that process, then finish the run with: {resume_command(locked.run_id)}")
+            f"{_stored(db, locked.run_id)}. Close that process, then finish the run with: "
+            f"{resume_command(locked.run_id)}")
     err.print(literal(("error:", "red"), " ", line), highlight=False)
     raise typer.Exit(1) from None
+
+
+def stop_disk(err: Console, disk: StoreDiskError, db: Path) -> NoReturn:
+    """One line for a run the disk refused to store (full, over quota or the file size limit): the file, what
+    happened, what is stored, and what to do: make room, then finish the run, or (before it started) another
+    --db."""
+    remedy = disk.remedy.capitalize()
+    if disk.run_id is not None:
+        line = (f"run {disk.run_id} stopped: {disk.file}: {disk.meaning}; {_stored(db, disk.run_id)}. "
+                f"{remedy}, then finish the run with: {resume_command(disk.run_id)}")
+    elif disk.at_start:  # its start was rolled back
+        line = (f"{disk.file}: {disk.meaning}; the run did not start and the file is as it was. {remedy}, or "
+                "choose another --db.")
+    else:  # e.g. after the run's results, at its report's reads
+        line = f"{disk.file}: {disk.meaning}; what was stored before stays. {remedy}."
+    err.print(literal(("error:", "red"), " ", line), highlight=False)
+    raise typer.Exit(1) from None
+
+
+def _stored(db: Path, run_id: str) -> str:
+    """What a stopped run has stored, counted on a read-only opening when the file can only be read."""
+    from flows.store import Store, StoreError
+
+    try:
+        (kept, total), = Store(db, lock_timeout=2, reader=True).sql(
+            "SELECT count(*) FILTER (WHERE status IN ('scored', 'skipped')), count(*) FROM scores WHERE run_id = ?",
+            [run_id],
+        ).rows
+    except StoreError:
+        return "what it wrote before is stored"
+    return f"{kept} finished cell(s) are stored ({total - kept} in error)"

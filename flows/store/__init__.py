@@ -5,7 +5,7 @@ Never imports prefect, so the results CLI starts fast.
 
 from __future__ import annotations
 
-from flows.store.errors import SchemaVersionError, StoreError, StoreLockedError, UnknownRunError
+from flows.store.errors import SchemaVersionError, StoreDiskError, StoreError, StoreLockedError, UnknownRunError
 from flows.store.ids import item_id, item_ids
 from flows.store.resume import DatasetMismatchError, check_resume_dataset
 from flows.store.models import QueryResult, RunRecord, ScoreRow, ScoreStatus
@@ -30,6 +30,7 @@ __all__ = (
     "UnknownRunError",
     "SchemaVersionError",
     "StoreLockedError",
+    "StoreDiskError",
     "DatasetMismatchError",
     "check_resume_dataset",
 )

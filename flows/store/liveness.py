@@ -19,7 +19,7 @@ import duckdb
 
 from flows.store.connection import transaction
 
-__all__ = ("Writer", "this_writer", "writer_alive", "mark_interrupted_runs")
+__all__ = ("Writer", "this_writer", "writer_alive", "gone_writers", "mark_interrupted_runs")
 
 _PROC = Path("/proc")
 
@@ -91,12 +91,17 @@ def writer_alive(pid: int, host: str | None, token: str | None) -> bool | None:
     return True
 
 
-def mark_interrupted_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Inside an open read-write connection (no other process can change `runs` meanwhile)."""
+def gone_writers(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The `running` runs whose writer process is certainly gone (reads only)."""
     running = con.execute(
         "SELECT run_id, writer_pid, writer_host, writer_token FROM runs WHERE status = 'running' AND writer_pid IS NOT NULL"
     ).fetchall()
-    gone = [run_id for run_id, pid, host, token in running if writer_alive(pid, host, token) is False]
+    return [run_id for run_id, pid, host, token in running if writer_alive(pid, host, token) is False]
+
+
+def mark_interrupted_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Inside an open read-write connection (no other process can change `runs` meanwhile)."""
+    gone = gone_writers(con)
     if gone:
         with transaction(con):  # its end is taken as its last stored cell (or its start)
             con.execute(

@@ -15,7 +15,7 @@ from flows.store.connection import transaction
 from flows.store.errors import SchemaVersionError, StoreError
 from flows.store.tdist import t_quantile_table
 
-__all__ = ("SCHEMA_VERSION", "MIGRATIONS", "current_version", "migrate", "macros_sql")
+__all__ = ("SCHEMA_VERSION", "MIGRATIONS", "current_version", "check_readable", "migrate", "macros_sql")
 
 # v1: the first schema (runs, items, scores without judge usage).
 _V1 = """
@@ -143,6 +143,29 @@ def current_version(con: duckdb.DuckDBPyConnection, path: str) -> int:
     return 0
 
 
+def _refuse_newer(found: int, path: str, evalduck_version: str | None) -> None:
+    if found > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path}: the file has evalduck schema version {found}, newer than the {SCHEMA_VERSION} this evalduck "
+            f"({evalduck_version or 'unknown version'}) understands. Upgrade evalduck to read it; the file was "
+            f"left untouched."
+        )
+
+
+def check_readable(con: duckdb.DuckDBPyConnection, path: str, evalduck_version: str | None) -> int:
+    """For a file opened read-only, which `migrate` cannot bring up to date: its schema version, when this
+    evalduck's queries can read it (the newest schema); a StoreError saying what to do otherwise."""
+    found = current_version(con, path)
+    _refuse_newer(found, path, evalduck_version)
+    if found < SCHEMA_VERSION:
+        raise StoreError(
+            f"{path}: the file has evalduck schema version {found}; this evalduck reads version {SCHEMA_VERSION} "
+            "and would upgrade it, but the file cannot be written here (read-only). Open a writable copy, or read "
+            "it with the evalduck that wrote it."
+        )
+    return found
+
+
 def migrate(con: duckdb.DuckDBPyConnection, path: str, evalduck_version: str | None, target: int = SCHEMA_VERSION) -> int:
     """Bring the file to `target` (default the newest schema) in one transaction; returns the old version.
 
@@ -151,12 +174,7 @@ def migrate(con: duckdb.DuckDBPyConnection, path: str, evalduck_version: str | N
     read inside, its transaction's snapshot predates the other's tables, and its commit conflicts instead."""
     with transaction(con):
         found = current_version(con, path)
-        if found > SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"{path}: the file has evalduck schema version {found}, newer than the {SCHEMA_VERSION} this evalduck "
-                f"({evalduck_version or 'unknown version'}) understands. Upgrade evalduck to read it; the file was "
-                f"left untouched."
-            )
+        _refuse_newer(found, path, evalduck_version)
         if found >= target:
             if found == SCHEMA_VERSION and _stored_fingerprint(con) != macros_fingerprint():
                 # Same schema, different stored SQL (a development build changed macros.sql): refresh it.

@@ -22,11 +22,11 @@ from pydantic import BaseModel
 from flows.settings import default_db_path
 from flows.store import lake
 from flows.store.connection import connect, held, transaction
-from flows.store.errors import StoreError, UnknownRunError
-from flows.store.liveness import mark_interrupted_runs, this_writer
+from flows.store.errors import StoreError, UnknownRunError, disk_refusal, write_refused
+from flows.store.liveness import gone_writers, mark_interrupted_runs, this_writer
 from flows.redact import redact_urls
 from flows.store.models import SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
-from flows.store.schema import migrate
+from flows.store.schema import check_readable, migrate
 from flows.store.target import StoreTarget, parse_target
 from flows.store.upsert import (
     ITEM_COLUMNS, RUN_SCORER_COLUMNS, item_tuples, replace_run_rows, score_tuples, to_json, upsert, utcnow,
@@ -59,14 +59,26 @@ class Store:
     Opening creates or migrates the schema (a newer schema is refused) and marks `interrupted` the runs left
     `running` by a process that is gone (`mark_interrupted`)."""
 
-    def __init__(self, path: str | Path | None = None, *, lock_timeout: float | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, lock_timeout: float | None = None,
+                 reader: bool = False) -> None:
+        """`reader`: for read commands. A file this process may not write (a read-only mount, another user's
+        file) is then opened read-only instead of refused: not migrated, no run marked `interrupted`; its
+        `running` runs whose writer is gone are listed in `left_running` instead, and `read_only` is True."""
         self.target: StoreTarget = parse_target(path if path is not None else default_db_path())
         # What messages name: the file, or the lake's URL with its password masked.
         self.path: Path | str = self.target.path if self.target.path is not None else self.target.label
         self.lock_timeout = lock_timeout
+        self.read_only = False
+        self.left_running: list[str] = []
         if self.target.path is not None and not self.target.path.parent.is_dir():
             raise StoreError(f"{self.path}: folder {self.target.path.parent} does not exist")
-        self.migrated_from, self.interrupted = self._retrying(self._open)
+        try:
+            self.migrated_from, self.interrupted = self._retrying(self._open)
+        except StoreError as exc:
+            if not (reader and self.target.path is not None and write_refused(exc)):
+                raise
+            self.read_only = True
+            self.migrated_from, self.interrupted = self._open_read_only(), []
 
     def _open(self) -> tuple[int, list[str]]:
         with self._connect() as con:
@@ -74,6 +86,12 @@ class Store:
             if self.target.shared:
                 lake.ensure_write_token(con)
             return migrated_from, mark_interrupted_runs(con)
+
+    def _open_read_only(self) -> int:
+        with self._connect(read_only=True) as con:
+            found = check_readable(con, str(self.path), _evalduck_version())
+            self.left_running = gone_writers(con)
+        return found
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -85,9 +103,19 @@ class Store:
                 yield con
             return
         try:
-            with connect(self.target.path, read_only=read_only, timeout=self.lock_timeout) as con:
+            with connect(self.target.path, read_only=read_only or self.read_only, timeout=self.lock_timeout) as con:
                 yield con
-        except duckdb.IOException as exc:
+        except duckdb.Error as exc:
+            self._raise_store_error(exc)
+            raise
+
+    def _raise_store_error(self, exc: duckdb.Error) -> None:
+        """A DuckDB error as the store says it: a full disk as StoreDiskError, a file that cannot be opened
+        (or read) as StoreError; others (a user's SQL) stay as they are (this returns)."""
+        disk = disk_refusal(exc, self.path)
+        if disk is not None:
+            raise disk from exc
+        if isinstance(exc, duckdb.IOException):
             raise StoreError(f"{self.path}: {exc}") from exc
 
     @contextmanager
@@ -101,9 +129,11 @@ class Store:
         with ExitStack() as stack:
             try:
                 stack.enter_context(held(self.target.path, timeout=self.lock_timeout))
-            except duckdb.IOException as exc:
-                raise StoreError(f"{self.path}: {exc}") from exc
-            yield
+                yield
+                stack.close()  # closing the file writes too (its checkpoint)
+            except duckdb.Error as exc:
+                self._raise_store_error(exc)
+                raise
 
     @contextmanager
     def reading(self) -> Iterator[duckdb.DuckDBPyConnection]:

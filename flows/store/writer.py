@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from flows.store.errors import StoreLockedError
+from flows.store.errors import StoreDiskError, StoreLockedError
 from flows.store.models import ScoreRow
 from flows.store.store import Store
 
@@ -134,7 +134,7 @@ class ResultWriter:
             try:
                 self.store.write_batch(self.run_id, items=items, scores=scores, status=status)
             except BaseException as exc:  # kept for the caller; the rows stay queued
-                if isinstance(exc, StoreLockedError):
+                if isinstance(exc, (StoreLockedError, StoreDiskError)):
                     exc.run_id = self.run_id
                 with self._cond:
                     self._items[:0], self._scores[:0] = items, scores
