@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import shlex
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -108,12 +109,18 @@ def summary_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [{**r, "mean": shown(r["mean"], 3), "judge_cost_usd": shown(r["judge_cost_usd"], 6)} for r in rows]
 
 
-def summary_description(run_id: str, n_items: int, report: Path | None, trend_uri: str | None, name: str | None) -> str:
+def summary_description(run_id: str, n_items: int, report: Path | None, trend_uri: str | None, name: str | None,
+                        db: Path | None = None) -> str:
     """The summary table's description (markdown in the UI): the run, where its HTML report is, and the trend
-    chart of the last runs of its name (the Prefect UI draws a data: URI image: docs/architecture.md)."""
+    chart of the last runs of its name (the Prefect UI draws a data: URI image: docs/architecture.md).
+
+    The report is named by its path as text and the command that opens it, never a `file://` link: a browser
+    refuses those from an http page ("Not allowed to load local resource")."""
     lines = [f"evalduck run {md_code(run_id)} ({n_items} items)."]
     if report is not None:
-        lines[0] += f" HTML report: [{md_text(report.name)}]({report.resolve().as_uri()}) at {md_code(report)}"
+        where = f"--db {shlex.quote(str(db.resolve()))} " if db is not None else ""
+        lines[0] += (f" HTML report: {md_code(report.resolve())} (paste the path into the browser's address bar, or "
+                     f"run {md_code(f'evalduck {where}report {shlex.quote(run_id)} --open')})")
     if trend_uri is not None:
         lines += ["", f"Mean per scorer over the last runs of {md_text(name or 'this name')}:", "",
                   f"![trend of each scorer's mean over the last runs]({trend_uri})"]

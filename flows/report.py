@@ -107,7 +107,7 @@ async def publish_report(prepared: Prepared) -> Report:
             written = await page if page is not None else None  # the summary links it, once it is there
     await publish_summary(artifact_key(name, "summary"), summary_table(rows),
                           summary_description(plan.run_id, len(prepared.dataset), written.path if written else None,
-                                              trend, name))
+                                              trend, name, db=plan.store.target.path))
     return rows, comparison, written
 
 

@@ -49,6 +49,9 @@ def report(
         typer.Option("--output", "-o", help="HTML file to write (default: reports/<name>-<run id>.html beside "
                      "the results file)"),
     ] = None,
+    open_page: Annotated[
+        bool, typer.Option("--open", help="Then open it in the default web browser (BROWSER, else the system's)")
+    ] = False,
 ) -> None:
     """Write RUN's report: one HTML file that opens offline (charts, trend, comparison, item table)."""
     if output is not None:
@@ -69,3 +72,20 @@ def report(
             raise typer.Exit(1) from None
     _consoles.out.print(literal("report of run ", written.run_id, ": ", written.path,
                                 f" ({written.bytes / 1e6:.2f} MB, {written.seconds:.1f} s)"), soft_wrap=True)
+    if open_page:
+        _open(written.path)
+
+
+def _open(path: Path) -> None:
+    """The page in the user's browser (Python's webbrowser: BROWSER, else the desktop's); a machine without
+    one gets a line saying so, not an error: the report is written."""
+    import webbrowser
+
+    url = path.resolve().as_uri()
+    try:
+        opened = webbrowser.open(url)
+    except webbrowser.Error:
+        opened = False
+    if not opened:
+        _consoles.err.print(literal("could not open a web browser here (set BROWSER); open ", url, " in one"),
+                            soft_wrap=True)

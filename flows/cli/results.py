@@ -18,6 +18,7 @@ from rich.table import Table
 
 from flows.cli import app, db_path, fail
 from flows.cli.errors import label, value_error
+from flows.cli.fit import console_width, fit
 from flows.display import literal
 from flows.gate import direction_note, gate, rule_text
 from flows.html_report import sparkline, trend_by_scorer
@@ -27,18 +28,16 @@ from flows.store import RunRecord, Store, StoreError
 __all__ = ("runs", "show", "compare", "sql")
 
 class _Consoles:
-    """Consoles made at first use, so they write to the sys.stdout/stderr of the moment (tests swap them).
-
-    Off a terminal (a pipe, CI logs) tables get 200 columns instead of rich's 80, so they don't squeeze.
-    """
+    """Consoles made at first use, so they write to the sys.stdout/stderr of the moment (tests swap them),
+    as wide as flows/cli/fit.py's `console_width` says."""
 
     @property
     def out(self) -> Console:
-        return Console(soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+        return Console(soft_wrap=False, width=console_width(sys.stdout))
 
     @property
     def err(self) -> Console:
-        return Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+        return Console(stderr=True, width=console_width(sys.stderr))
 
 
 _consoles = _Consoles()
@@ -93,13 +92,15 @@ def runs(
         return
     table = Table(title=literal("Runs in ", store.path, style="table.title"))
     for column in ("run id", "name", "status", "started", "items", "scored", "errors", "dataset"):
-        table.add_column(column, justify="right" if column in ("items", "scored", "errors") else "left")
+        table.add_column(column, justify="right" if column in ("items", "scored", "errors") else "left",
+                         overflow="fold" if column == "dataset" else "ellipsis")
     for run in records:
         table.add_row(
             literal(run.run_id), literal(run.name or "–"), run.status, _when(run.started_at),
             str(run.n_items), str(run.n_scores), str(run.n_errors), literal(run.dataset or "–"),
         )
-    _consoles.out.print(table)
+    out = _consoles.out
+    out.print(fit(out, table, drop=("dataset", "started", "items")))
 
 
 @app.command()
@@ -115,9 +116,10 @@ def show(
         skipped = store.skipped_reasons(summary.run.run_id)
         n_runs, trend = trend_by_scorer(store_records(store), summary.run.run_id)
     r = summary.run
-    _consoles.out.print(literal((r.run_id, "bold"), "  name=", r.name or "–", f"  status={r.status}  "
+    out = _consoles.out
+    out.print(literal((r.run_id, "bold"), "  name=", r.name or "–", f"  status={r.status}  "
                                 f"started={_when(r.started_at)}  finished={_when(r.finished_at)}"))
-    _consoles.out.print(literal("dataset=", r.dataset or "–", "  hash=", r.dataset_hash or "–",
+    out.print(literal("dataset=", r.dataset or "–", "  hash=", r.dataset_hash or "–",
                                 f"  items={r.n_items}  evalduck=", r.evalduck_version or "–",
                                 "  flow run=", r.flow_run_id or "–"))
     table = Table(title="Scorers")
@@ -130,26 +132,26 @@ def show(
             str(s["n_scored"]), str(s["n_errors"]), str(s["n_skipped"]), _num(s["mean_score"]),
             _num(s["stddev_score"]), _num(s["min_score"]), _num(s["max_score"]), _num(s["cost"], 4),
         )
-    _consoles.out.print(table)
+    out.print(fit(out, table, drop=("version", "judge", "cost", "stddev", "min", "max")))
     if skipped:
         reasons = Table(title="Skipped cells (not scored: out of the means)")
         for column in ("scorer", "cells", "reason"):
             reasons.add_column(column, overflow="fold", justify="right" if column == "cells" else "left")
         for k in skipped:
             reasons.add_row(literal(k["scorer_id"]), str(k["cells"]), literal((k["reason"] or "")[:300], multiline=True))
-        _consoles.out.print(reasons)
+        out.print(fit(out, reasons))
     if n_runs > 1:
         notes = {s["scorer_id"]: direction_note(s) for s in summary.scorers}
-        _consoles.out.print(_trend_table(r.name, n_runs, trend, notes))
+        out.print(fit(out, _trend_table(r.name, n_runs, trend, notes), drop=("first",)))
     if worst_items:
         items = Table(title=f"Worst items (up to {worst} per scorer; errors first)")
         fields = [_item_fields(w) for w in worst_items]
         for column in ("scorer", "item", "status", "score", "reason / error") + (("item fields",) if any(fields) else ()):
-            items.add_column(column, overflow="fold")
+            items.add_column(column, overflow="fold" if column in ("reason / error", "item fields") else "ellipsis")
         for w, shown in zip(worst_items, fields):
             items.add_row(literal(w["scorer_id"], direction_note(w)), literal(w["item_id"]), w["status"], _num(w["score"]),
                           literal((w["detail"] or "")[:200], multiline=True), *((literal(shown),) if any(fields) else ()))
-        _consoles.out.print(items)
+        out.print(fit(out, items, drop=("item fields",)))
 
 
 def _item_fields(cell: dict[str, Any]) -> str:
@@ -235,11 +237,13 @@ def compare(
             [a, b],
         ).rows
     verdict = gate(rows, fail_below) if fail_below is not None else None
-    _consoles.out.print(_comparison_table(rows, a, b, verdict.regressed if verdict is not None else []))
+    out = _consoles.out
+    out.print(fit(out, _comparison_table(rows, a, b, verdict.regressed if verdict is not None else []),
+                  drop=("errors A/B", "+/-/=", "paired")))
     if not rows:
         _consoles.out.print("No scorer appears in both runs.")
     for scorer, per_item in deltas.items():
-        _consoles.out.print(_item_table(scorer, per_item))
+        out.print(fit(out, _item_table(scorer, per_item), drop=("status A", "status B")))
     scorers_of = {run_id: set(ids) for run_id, ids in per_run}
     for side, run_id, other in (("A", a, b), ("B", b, a)):
         only = sorted(scorers_of.get(run_id, set()) - scorers_of.get(other, set()))
@@ -321,5 +325,6 @@ def _print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     for row in rows:
         table.add_row(*(literal("NULL" if v is None else _num(v, 4) if isinstance(v, float) else v, multiline=True)
                         for v in row))
-    _consoles.out.print(table)
-    _consoles.out.print(f"{len(rows)} row(s)", highlight=False)
+    out = _consoles.out
+    out.print(fit(out, table))
+    out.print(f"{len(rows)} row(s)", highlight=False)

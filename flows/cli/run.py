@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 
 from flows.cli import app, db_path
 from flows.cli.errors import config_error
+from flows.cli.fit import console_width, fit
 from flows.cli.run_checks import calls_models, check_usage
 from flows.cli.run_stops import (
     Terminated,
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
 __all__ = ("run",)
 
 
-def _summary_table(result: Any) -> Table:
+def _summary_table(result: Any, console: Console) -> RenderableType:
+    """The run's summary as wide as ``console``: counts and costs give way first, never a scorer id."""
     named = (" (", result.name, ")") if result.name else ()
     table = Table(title=literal("run ", result.run_id, *named, style="table.title"), title_justify="left")
     columns = ["scorer", "mean", "scored", "errored", "skipped", "tokens", "cost $"]
@@ -47,7 +49,7 @@ def _summary_table(result: Any) -> Table:
     if previous:
         columns += ["Δ prev", "95% CI"]
     for col in columns:
-        table.add_column(col, justify="left" if col == "scorer" else "right", no_wrap=True)
+        table.add_column(col, justify="left" if col == "scorer" else "right", no_wrap=col != "scorer")
     for scorer, s in result.summary["scorers"].items():
         mean = "–" if s["mean"] is None else f"{s['mean']:.3f}"
         cost = "–" if s["judge_cost_usd"] is None else f"{s['judge_cost_usd']:.4f}"
@@ -62,7 +64,7 @@ def _summary_table(result: Any) -> Table:
             else:
                 row += ["–", "–"]
         table.add_row(*row)
-    return table
+    return fit(console, table, drop=("tokens", "cost $", "skipped", "errored"))
 
 
 # EvalConfig fields set by an option of another name (the others share theirs), for naming it in errors;
@@ -203,7 +205,7 @@ def run(
     if os.getcwd() not in sys.path:  # `--target mymod:fn` finds mymod.py here, as `python -m` would
         sys.path.insert(0, os.getcwd())
     err = Console(stderr=True, soft_wrap=True)
-    out = Console(width=None if sys.stdout.isatty() else 120)
+    out = Console(width=console_width(sys.stdout))
     # Every usage error is found here, in a second, before Prefect (and its local server) start.
     config = _config(ctx, {
         "dataset": str(dataset), **({"scorers": list(scorer)} if scorer else {}), "target": target,
@@ -270,7 +272,7 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
 def _print_result(out: Console, err: Console, result: Any, api_url: str | None, lasting: bool) -> None:
     from flows.server import ui_url_for
 
-    out.print(_summary_table(result))
+    out.print(_summary_table(result, out))
     errored = sum(s["errored"] for s in result.summary["scorers"].values())
     if errored:
         ref = shell_word(result.run_id) or result.run_id

@@ -229,3 +229,99 @@ def test_reading_a_missing_results_file_is_a_usage_error_and_creates_nothing(tmp
     assert result.exit_code == 2, result.output
     assert "no such results file" in result.output and "typo.duckdb" in result.output
     assert not missing.exists()
+
+
+def _all_scorers_db(path: Path) -> Path:
+    """Two runs of "wide" with every prebuilt scorer (the three lower-is-better ones so marked), one skipped cell
+    with a long reason, item ids with RAG fields: every table `show`, `runs` and `compare` print is filled."""
+    from scorers import PREBUILT
+
+    store = Store(path)
+    for k, run_id in enumerate(("wide-a", "wide-b")):
+        store.start_run(run_id, "wide", "datasets/rag.jsonl", "h1", {}, started_at=T0 + timedelta(minutes=k),
+                        directions={i: p.higher_is_better for i, p in PREBUILT.items()},
+                        items=[{"item_id": f"rag-{i:02d}", "input": f"question {i}", "context": ["p1", "p2"]}
+                               for i in range(4)])
+        store.write_scores(run_id, [
+            {"item_id": f"rag-{i:02d}", "scorer_id": sid, "scorer_version": "1", "judge_model": "openai/gpt-4o-mini",
+             "score": round(0.1 + 0.2 * i + 0.01 * n + 0.05 * k, 3), "reason": "The score follows the verdicts above."}
+            for i in range(3) for n, sid in enumerate(PREBUILT)] + [
+            {"item_id": "rag-03", "scorer_id": sid, "scorer_version": "1", "status": "skipped",
+             "reason": f"{sid} skipped: no judge model. Set EVALDUCK_JUDGE_MODEL (e.g. openai/gpt-4o-mini)."}
+            for sid in PREBUILT])
+        store.finish_run(run_id, "completed")
+    return path
+
+
+def _in_terminal(args: list[str], columns: int) -> str:
+    """What ``args`` prints on a terminal (a pseudo-terminal) of ``columns`` columns, colours left out."""
+    import fcntl
+    import pty
+    import re
+    import struct
+    import termios
+
+    main, side = pty.openpty()
+    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=side, stderr=subprocess.PIPE, env=env)
+    os.close(side)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # EIO: the other side closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode()).replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize("columns", [80, 100, 160])
+def test_tables_never_cut_a_scorer_id_at_normal_widths(tmp_path: Path, columns: int) -> None:
+    """At 100 columns `show rag` cut two ids to `contex…`: every table of `show`, `runs` and `compare` (the
+    installed script on a terminal of that width) shows each scorer id whole and fits the width."""
+    import re
+
+    from scorers import PREBUILT
+
+    db = _all_scorers_db(tmp_path / "evals.duckdb")
+    script = str(Path(sys.executable).with_name("evalduck"))
+    for command in (["show", "wide", "--worst", "1"], ["compare", "wide-a", "wide-b", "--items", "1"], ["runs"]):
+        out = _in_terminal([script, "--db", str(db), *command], columns)
+        lines = out.splitlines()
+        assert max(len(line) for line in lines) <= columns, out
+        assert "…" not in out, out
+        for sid in PREBUILT if command[0] != "runs" else ():
+            assert any(re.search(rf"(?<![\w-]){re.escape(sid)}(?![\w-])", line) for line in lines), (sid, out)
+        if command[0] == "runs":
+            assert "wide-a" in out and "wide-b" in out, out
+
+
+@pytest.mark.parametrize("columns", [80, 100, 160])
+def test_the_runs_summary_table_never_cuts_a_scorer_id(columns: int) -> None:
+    """The table `evalduck run` prints at its end, with the previous run's delta and interval."""
+    import re
+
+    from rich.console import Console
+
+    from flows.cli.run import _summary_table
+    from flows.report import EvalResult
+    from scorers import PREBUILT
+
+    row = {"higher_is_better": True, "mean": 0.61234, "scored": 24, "errored": 0, "skipped": 0,
+           "judge_tokens": 123456, "judge_cost_usd": 0.0123}
+    result = EvalResult(run_id="253511c4-be98-43f0-b75f-ef88ad6d1a31", name="rag", db="evals.duckdb", scores={},
+                        summary={"totalItems": 24, "scorers": {
+                            sid: {**row, "higher_is_better": p.higher_is_better} for sid, p in PREBUILT.items()}},
+                        comparison=[{"scorer_id": sid, "mean_delta": -0.0125, "ci_low": -0.05, "ci_high": 0.025}
+                                    for sid in PREBUILT])
+    console = Console(width=columns, record=True, file=open(os.devnull, "w"))
+    console.print(_summary_table(result, console))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= columns and "…" not in text, text
+    for sid in PREBUILT:
+        assert re.search(rf"(?<![\w-]){re.escape(sid)}(?![\w-])", text), (sid, text)

@@ -79,7 +79,12 @@ def test_a_run_writes_its_report_beside_the_results_file_and_links_it(built: Bui
         (summary,) = client.read_artifacts(artifact_filter=ArtifactFilter(
             key=ArtifactFilterKey(any_=["evalduck-rep-summary"]),
             flow_run_id=ArtifactFilterFlowRunId(any_=[built.second.flow_run_id])))
-    assert path.as_uri() in summary.description
+    # the path as text and the command that opens it: a browser will not follow a file:// link from the UI's page
+    assert "file://" not in summary.description and f"`{path}`" in summary.description
+    command = summary.description.split("or run `", 1)[1].split("`", 1)[0]
+    assert command == f"evalduck --db {built.db} report {built.second.run_id} --open"
+    opened = _open_in_recorder(command, built.db.parent)
+    assert opened == path.as_uri()
     image = "![trend of each scorer's mean over the last runs](data:image/svg+xml;base64,"
     assert image in summary.description
     svg = base64.b64decode(summary.description.split(image, 1)[1].split(")", 1)[0]).decode()
@@ -161,6 +166,21 @@ def test_direction_comes_from_run_scorers_when_the_file_has_it(built: Built, tmp
     assert '<td class="dir-low">lower is better</td>' in write_report(Store(copy), built.second.run_id).path.read_text()
 
 
+def _open_in_recorder(command: str, cwd: Path) -> str:
+    """Run ``command`` in a shell as a user pastes it, with BROWSER a script that records the URL it is given
+    (Python's webbrowser runs ``$BROWSER URL``); the URL."""
+    record = cwd / "opened.txt"
+    record.unlink(missing_ok=True)
+    browser = cwd / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {record}\n')
+    browser.chmod(0o755)
+    env = {**os.environ, "BROWSER": str(browser), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+           "PREFECT_API_URL": ""}
+    done = subprocess.run(command, shell=True, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return record.read_text()
+
+
 def _cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     evalduck = Path(sys.executable).with_name("evalduck")
     return subprocess.run([str(evalduck), "--db", str(db), *args], capture_output=True, text=True, timeout=120,
@@ -173,6 +193,8 @@ def test_cli_report_and_show_in_a_real_process(built: Built, tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     assert f"report of run {built.second.run_id}: {out}" in done.stdout
     assert f'href="http://ui.invalid/runs/flow-run/{built.second.flow_run_id}"' in out.read_text()
+    opened = _open_in_recorder(f"evalduck --db {built.db} report rep -o {tmp_path / 'o.html'} --open", tmp_path)
+    assert opened == (tmp_path / "o.html").as_uri()
     missing = _cli(built.db, "report", "nope")
     assert missing.returncode == 2 and "no run with id or name 'nope'" in missing.stderr
     shown = _cli(built.db, "show", "rep", "--worst", "0")
