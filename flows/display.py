@@ -14,7 +14,7 @@ import shlex
 
 from rich.text import Text
 
-__all__ = ("visible", "literal", "shell_word", "md_text", "md_code")
+__all__ = ("visible", "visible_rule", "literal", "shell_word", "md_text", "md_code")
 
 # C0 controls, DEL, C1 controls (ESC and CSI start terminal escape sequences), and the bidirectional
 # overrides and isolates that reorder what a terminal or browser shows ("Trojan source").
@@ -33,6 +33,12 @@ def visible(value: object, keep: str = "") -> str:
     newline as ``\\n``), except those in ``keep``."""
     text = str(value)
     return _INVISIBLE.sub(lambda m: m.group() if m.group() in keep else _shown(m.group()), text)
+
+
+def visible_rule() -> dict[str, object]:
+    """`visible`'s rule as data, for the HTML report's script to apply the same one to what it draws: the
+    pattern of the characters shown escaped, the named escapes and what a multi-line text keeps."""
+    return {"pattern": _INVISIBLE.pattern, "named": dict(_NAMED), "multiline": MULTILINE}
 
 
 def literal(*parts: object | tuple[object, str], style: str = "", multiline: bool = False) -> Text:

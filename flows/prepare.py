@@ -138,10 +138,12 @@ def prepare_run(
     run_config.setdefault("scorers", [{"id": s.id, "version": s.version, "options": dict(s.options)} for s in built])
     run_config.setdefault("target", tgt.label)
     # What ran, whatever the config named (a prebuilt id or an import path): each scorer's own id, version and
-    # direction; the directions also go to the run_scorers table.
+    # direction, and what it measures (flows/measures.py); the directions also go to the run_scorers table.
     ran = [(s.id, s.version, s.higher_is_better) for s in built]
     ran += [(sk.scorer_id, sk.version, sk.higher_is_better) for sk in skipped]
-    run_config["run_scorers"] = [{"id": i, "version": v, "higher_is_better": h} for i, v, h in ran]
+    described = {s.id: s.description for s in built} | {sk.scorer_id: sk.description for sk in skipped}
+    run_config["run_scorers"] = [{"id": i, "version": v, "higher_is_better": h, "description": described[i]}
+                                 for i, v, h in ran]
     directions = {i: h for i, _, h in ran}
     todo: set[tuple[str, str]] | None = None
     previous: str | None = None

@@ -31,6 +31,7 @@ class Skipped:
     reason: str
     version: str = ""
     higher_is_better: bool = True
+    description: str = ""
 
 
 def no_judge_message(scorer_id: str) -> str:
@@ -60,12 +61,13 @@ class _Source:
     version: str
     needs_judge: bool
     higher_is_better: bool
+    description: str = ""
 
 
 def _source(spec: ScorerSpec) -> _Source:
     if spec.id in PREBUILT:
         p = PREBUILT[spec.id]
-        return _Source(p.factory, p.id, p.version, p.needs_judge, p.higher_is_better)
+        return _Source(p.factory, p.id, p.version, p.needs_judge, p.higher_is_better, p.description)
     try:
         found = locate_scorer(spec.id)
     except ValueError as exc:
@@ -77,6 +79,7 @@ def _source(spec: ScorerSpec) -> _Source:
         version=str(getattr(found, "version", "") or ""),
         needs_judge=getattr(declared, "needs_judge", False) is True,
         higher_is_better=getattr(found, "higher_is_better", True) is not False,
+        description=str(getattr(found, "description", "") or ""),
     )
 
 
@@ -118,7 +121,7 @@ def build_scorers(
             model = _given(options, "model") or judge_model or os.environ.get(JUDGE_MODEL_ENV, "").strip()
             if not model:
                 skipped.append(Skipped(source.scorer_id, no_judge_message(source.scorer_id), source.version,
-                                       source.higher_is_better))
+                                       source.higher_is_better, source.description))
                 continue
             # the run's settings fill in only what the scorer's own options leave out
             for name, value in (("model", model), ("api_base", judge_api_base), ("timeout", judge_timeout)):

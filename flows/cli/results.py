@@ -23,9 +23,10 @@ from flows.display import literal
 from flows.gate import direction_note, gate, rule_text
 from flows.html_report import sparkline, trend_by_scorer
 from flows.html_report.reader import store_records
+from flows.measures import measures_line, scorer_descriptions
 from flows.store import RunRecord, Store, StoreError
 
-__all__ = ("runs", "show", "compare", "sql")
+__all__ = ("runs", "show", "compare", "sql", "measures_table")
 
 class _Consoles:
     """Consoles made at first use, so they write to the sys.stdout/stderr of the moment (tests swap them),
@@ -133,6 +134,8 @@ def show(
             _num(s["stddev_score"]), _num(s["min_score"]), _num(s["max_score"]), _num(s["cost"], 4),
         )
     out.print(fit(out, table, drop=("version", "judge", "cost", "stddev", "min", "max")))
+    out.print(fit(out, measures_table([(s["scorer_id"], s.get("higher_is_better") is not False) for s in summary.scorers],
+                                      scorer_descriptions(r.config))))
     if skipped:
         reasons = Table(title="Skipped cells (not scored: out of the means)")
         for column in ("scorer", "cells", "reason"):
@@ -152,6 +155,17 @@ def show(
             items.add_row(literal(w["scorer_id"], direction_note(w)), literal(w["item_id"]), w["status"], _num(w["score"]),
                           literal((w["detail"] or "")[:200], multiline=True), *((literal(shown),) if any(fields) else ()))
         out.print(fit(out, items, drop=("item fields",)))
+
+
+def measures_table(scorers: Sequence[tuple[str, bool]], descriptions: dict[str, str]) -> Table:
+    """One line per scorer (id, higher is better) under its scores: what it measures and which way is better
+    (flows/measures.py), so that a tone score is not read as a quality score."""
+    table = Table(title="What each score measures", title_justify="left", box=None, show_header=False)
+    table.add_column("scorer")
+    table.add_column("measures", overflow="fold")
+    for scorer_id, higher in scorers:
+        table.add_row(literal(scorer_id), literal(measures_line(descriptions.get(scorer_id, ""), higher), style="dim"))
+    return table
 
 
 def _item_fields(cell: dict[str, Any]) -> str:

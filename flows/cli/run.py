@@ -67,6 +67,21 @@ def _summary_table(result: Any, console: Console) -> RenderableType:
     return fit(console, table, drop=("tokens", "cost $", "skipped", "errored"))
 
 
+def _measures(result: Any) -> Table:
+    """What each scorer of the run measures, as the run recorded them (a store it cannot reopen: the prebuilt
+    catalogue's lines)."""
+    from flows.cli.results import measures_table
+    from flows.measures import scorer_descriptions
+    from flows.store import Store, StoreError
+
+    try:
+        config = Store(result.db).run_record(result.run_id).config
+    except (StoreError, OSError, ValueError):
+        config = None
+    scorers = [(sid, s.get("higher_is_better") is not False) for sid, s in result.summary["scorers"].items()]
+    return measures_table(scorers, scorer_descriptions(config))
+
+
 # EvalConfig fields set by an option of another name (the others share theirs), for naming it in errors;
 # tests/cli/test_run_options.py checks that every RunOptions field has its option, with the same default.
 _PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt", "refresh": "no_cache",
@@ -273,6 +288,7 @@ def _print_result(out: Console, err: Console, result: Any, api_url: str | None, 
     from flows.server import ui_url_for
 
     out.print(_summary_table(result, out))
+    out.print(fit(out, _measures(result)))
     errored = sum(s["errored"] for s in result.summary["scorers"].values())
     if errored:
         ref = shell_word(result.run_id) or result.run_id

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from flows.html_report.direction import scorer_directions
 from flows.html_report.reader import Records, one_connection
+from flows.measures import measures_line, scorer_descriptions
 from flows.html_report.stats import DEFAULT_LAST, ScorerStats, previous_completed, scorer_stats, trend_run_ids
 from flows.store import RunRecord, Store
 
@@ -86,6 +87,7 @@ class ScorerSection(BaseModel):
     stats: ScorerStats
     higher_is_better: bool
     scores: list[float]  # the scored cells, for the histogram
+    measures: str  # what it measures and which way is better (flows/measures.py)
 
 
 class MovedItem(BaseModel):
@@ -142,10 +144,13 @@ def gather(
         comparison = _comparison(records, baseline_id, run_id, directions) if baseline_id is not None else []
     own = [s for s in trend if s.run_id == run_id]
     skipped = store.skipped_reasons(run_id) if any(s.n_skipped for s in own) else []
+    described = scorer_descriptions(runs[run_id].config)
     return ReportData(
         header=_header(runs[run_id], own, ui_url),
         scorers=[ScorerSection(stats=s, higher_is_better=directions.get(s.scorer_id, True),
-                               scores=scores.get(s.scorer_id, [])) for s in own],
+                               scores=scores.get(s.scorer_id, []),
+                               measures=measures_line(described.get(s.scorer_id, ""), directions.get(s.scorer_id, True)))
+                 for s in own],
         trend_runs=[runs[i] for i in trend_ids], trend=trend,
         against=runs[baseline_id] if baseline_id else None, comparison=comparison, skipped=skipped,
         scorer_ids=table["scorer_ids"] or [], items_json=str(table["items"]), generated_at=datetime.now().astimezone(),

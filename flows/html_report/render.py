@@ -13,7 +13,9 @@ from importlib import resources
 from typing import Any
 
 import jinja2
+import markupsafe
 
+from flows.display import visible, visible_rule
 from flows.html_report.charts import deltas_svg, histograms_svg, trend_svg
 from flows.html_report.data import ReportData
 from flows.html_report.direction import direction_label
@@ -23,11 +25,18 @@ __all__ = ("render_html",)
 
 @cache
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("flows.html_report", "templates"),
+    env = jinja2.Environment(loader=jinja2.PackageLoader("flows.html_report", "templates"), finalize=_shown,
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(when=_when, seconds=_seconds, usd=_usd, num=_num, signed=_signed, interval=_interval,
                        direction=direction_label, short_hashes=_short_hashes)
     return env
+
+
+def _shown(value: Any) -> Any:
+    """Every text the template writes, with control and bidi characters written as escapes, as the CLI shows
+    them (flows/display.py): an id `rtl\u202egnp.exe` must not read `exe.png`. Markup (`| safe`: the page's own
+    style, script, data and charts) is the page's, not a user's, and passes as is."""
+    return visible(value) if isinstance(value, str) and not isinstance(value, markupsafe.Markup) else value
 
 
 @cache
@@ -105,6 +114,8 @@ def render_html(data: ReportData) -> str:
     payload = {
         "run": data.header.run.run_id,
         "scorers": data.scorer_ids,
+        "measures": {s.stats.scorer_id: s.measures for s in data.scorers},
+        "visible": visible_rule(),
         "moved": [{"scorer": c.row["scorer_id"], "direction": direction_label(c.higher_is_better),
                    "items": [m.model_dump(mode="json") for m in c.moved]} for c in data.comparison],
     }
@@ -113,5 +124,6 @@ def render_html(data: ReportData) -> str:
         trend_scorers=sorted({t.scorer_id for t in data.trend}),
         trend_cell=lambda run_id, scorer: by_cell.get((run_id, scorer)),
         against=data.against, comparison=data.comparison, skipped=data.skipped, charts=charts, generated_at=data.generated_at,
+        item_scorers=data.scorer_ids,
         css=_asset("report.css"), js=_asset("report.js"), data_json=_script_json(payload), items_packed=_packed(data.items_json),
     )

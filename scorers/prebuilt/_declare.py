@@ -1,4 +1,5 @@
-"""How a prebuilt factory declares itself (SCORERS.md 0.6): id, version, judge or code, direction."""
+"""How a prebuilt factory declares itself (SCORERS.md 0.6): id, version, judge or code, direction, and what its
+score measures."""
 
 from __future__ import annotations
 
@@ -20,14 +21,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(frozen=True)
 class PrebuiltScorer:
-    """A prebuilt scorer: its id, its factory (``factory(options)``), whether it calls a judge, its version
-    and its direction, as ``scorers.PREBUILT`` lists it."""
+    """A prebuilt scorer: its id, its factory (``factory(options)``), whether it calls a judge, its version,
+    its direction and what it measures (one line, the built scorer's ``description``), as ``scorers.PREBUILT``
+    lists it."""
 
     id: str
     factory: Callable[..., Scorer]
     needs_judge: bool
     version: str
     higher_is_better: bool
+    description: str = ""
 
     @property
     def reads(self) -> tuple[str, ...]:
@@ -38,15 +41,19 @@ class PrebuiltScorer:
     def of(cls, factory: Callable[..., Scorer]) -> PrebuiltScorer:
         """The entry of a factory declared with ``@prebuilt``."""
         attrs = getattr(factory, "__dict__", {})
-        return cls(attrs["scorer_id"], factory, attrs["needs_judge"], attrs["version"], attrs["higher_is_better"])
+        return cls(attrs["scorer_id"], factory, attrs["needs_judge"], attrs["version"], attrs["higher_is_better"],
+                   attrs.get("description", ""))
 
 
 def prebuilt(
-    scorer_id: str, version: str, *, needs_judge: bool, higher_is_better: bool = True, reads: tuple[str, ...] = ()
+    scorer_id: str, version: str, *, needs_judge: bool, higher_is_better: bool = True, reads: tuple[str, ...] = (),
+    description: str = "",
 ) -> Callable[[F], F]:
-    """Declare a factory's ``scorer_id``, ``version``, ``needs_judge`` and ``higher_is_better`` as attributes
-    (the scorer it builds must carry the same id, version and direction: tests/scorers/test_catalog.py), and
-    ``reads``, the run fields it reads as docs/scorers.md's table names them (e.g. ``("input", "output")``).
+    """Declare a factory's ``scorer_id``, ``version``, ``needs_judge``, ``higher_is_better`` and ``description``
+    (what the score measures, without its direction) as attributes (the scorer it builds must carry the same:
+    tests/scorers/test_catalog.py), and ``reads``, the run fields it reads as docs/scorers.md's table names them
+    (e.g. ``("input", "output")``). The description is known without building the scorer: a judge scorer
+    skipped for want of a model still says what it would have measured.
 
     The scorers it builds carry the digest of the factory's module source and the package modules it imports
     (``_cache_key.source_digest``) in every step, so their cache keys follow the code, not only ``version``."""
@@ -62,6 +69,7 @@ def prebuilt(
         factory.version = version  # type: ignore[attr-defined]
         factory.needs_judge = needs_judge  # type: ignore[attr-defined]
         factory.higher_is_better = higher_is_better  # type: ignore[attr-defined]
+        factory.description = description  # type: ignore[attr-defined]
         factory.reads = tuple(reads)  # type: ignore[attr-defined]
         return factory  # type: ignore[return-value]
 

@@ -26,6 +26,8 @@ __all__ = ("SCORER_ID", "VERSION", "Statements", "Verdict", "Verdicts", "create_
 
 SCORER_ID = "answer-relevancy-scorer"
 VERSION = "1"
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = "Share of the output's statements that address the question (LLM judge; relevance, not correctness)"
 VERDICTS = ("yes", "unsure", "no")
 
 INSTRUCTIONS = """\
@@ -164,7 +166,7 @@ def _no_statements_reason(ctx: StepContext) -> Any:
     return f"The score is {ctx.score} because the output is empty, so nothing in it addresses the question."
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input", "output"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION, needs_judge=True, reads=("input", "output"))
 def create_answer_relevancy_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How relevant the output is to the question, by an LLM judge.
 
@@ -192,7 +194,7 @@ def create_answer_relevancy_scorer(options: Mapping[str, Any] | None = None, **k
         SCORER_ID,
         opts,
         version=VERSION,
-        description="How much of the output addresses the question (LLM judge; relevance, not correctness).",
+        description=DESCRIPTION,
         instructions=INSTRUCTIONS,
         options={"uncertainty_weight": weight, "scale": scale},
         preprocess=JudgePrompt(prompt=_preprocess_prompt, output_model=Statements, shortcut=_empty_output),

@@ -44,6 +44,11 @@ __all__ = (
 
 SCORER_ID = "answer-similarity-scorer"
 VERSION = "1"
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = (
+    "How well the output restates the ground truth's facts (LLM judge; missing, contradicted and extra facts "
+    "cost)"
+)
 MATCH_TYPES = ("exact", "semantic", "partial", "missing")
 
 INSTRUCTIONS = """\
@@ -192,7 +197,7 @@ def _nothing_to_match(ctx: StepContext) -> str:
     return f"The score is {ctx.score}: {why}, so there is nothing for the output to match."
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("output", "ground truth"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION, needs_judge=True, reads=("output", "ground truth"))
 def create_answer_similarity_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How well the output restates the ground truth, fact by fact, by an LLM judge.
 
@@ -233,7 +238,7 @@ def create_answer_similarity_scorer(options: Mapping[str, Any] | None = None, **
         SCORER_ID,
         opts,
         version=VERSION,
-        description="How well the output restates the ground truth, fact by fact (LLM judge).",
+        description=DESCRIPTION,
         instructions=INSTRUCTIONS,
         options={**weights.model_dump(), "require_ground_truth": require},
         preprocess=JudgePrompt(prompt=_preprocess_prompt, output_model=AnswerUnits, shortcut=units),

@@ -20,6 +20,8 @@ __all__ = ("SCORER_ID", "VERSION", "completeness_score", "covered", "create_comp
 
 SCORER_ID = "completeness-scorer"
 VERSION = "1"
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = "Share of the ground truth's (else the input's) words, as lemmas, that the output covers"
 LEMMA_PACKAGE = "simplemma"
 
 _COMBINING = re.compile("[\u0300-\u036f]")
@@ -89,7 +91,7 @@ def completeness_score(analysis: Mapping[str, Any]) -> float:
     return sum(1 for e in ref if covered(e, out)) / len(ref)
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output", "ground truth (else input)"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION, needs_judge=False, reads=("output", "ground truth (else input)"))
 def create_completeness_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How many of the ground truth's (else the input's) words, as lemmas, the output covers. No options.
 
@@ -99,7 +101,7 @@ def create_completeness_scorer(options: Mapping[str, Any] | None = None, **kwarg
     """
     parse_options(NoOptions, options, kwargs)
     return code_scorer(
-        SCORER_ID, VERSION, "The share of the ground truth's (else the input's) lemmatised words that the output covers.",
+        SCORER_ID, VERSION, DESCRIPTION,
         preprocess=(on_reference_and_output(SCORER_ID, completeness_analysis), {"lemmatizer": package_version(LEMMA_PACKAGE)}),
         generate_score=(lambda ctx: completeness_score(ctx.results["preprocess"]), {}),
     )

@@ -20,6 +20,8 @@ __all__ = ("SCORER_ID", "VERSION", "create_content_similarity_scorer", "dice", "
 
 SCORER_ID = "content-similarity-scorer"
 VERSION = "1"
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = "Character-bigram similarity of the output to the ground truth (else the input): wording, not meaning"
 
 
 class ContentSimilarityOptions(OptionsModel):
@@ -61,7 +63,7 @@ def dice(first: str, second: str) -> float:
     return 2.0 * matches / (len(a) + len(b) - 2)
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output", "ground truth (else input)"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION, needs_judge=False, reads=("output", "ground truth (else input)"))
 def create_content_similarity_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How similar the output's characters are to the ground truth's (else the input's first user message):
     Sørensen-Dice over character bigrams, whitespace ignored, 1 for identical texts.
@@ -87,6 +89,6 @@ def create_content_similarity_scorer(options: Mapping[str, Any] | None = None, *
         return dice(texts["processedInput"], texts["processedOutput"])
 
     return code_scorer(
-        SCORER_ID, VERSION, "Character-bigram (Sørensen-Dice) similarity of the output with the ground truth (else the input).",
+        SCORER_ID, VERSION, DESCRIPTION,
         options=flags, preprocess=(on_reference_and_output(SCORER_ID, preprocess), flags), generate_score=(generate_score, {}),
     )

@@ -38,6 +38,8 @@ __all__ = ("SCORER_ID", "VERSION", "PassageVerdicts", "average_precision", "crea
 
 SCORER_ID = "context-precision-scorer"
 VERSION = "1"
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = "Whether the passages useful for the output were retrieved first (LLM judge; mean average precision)"
 
 INSTRUCTIONS = """\
 You assess retrieval for question answering: which retrieved passages were useful for the answer that was
@@ -70,7 +72,8 @@ def average_precision(verdicts: Sequence[Mapping[str, Any]]) -> float:
     return precision / total
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input", "output", "context (else option)"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION,
+          needs_judge=True, reads=("input", "output", "context (else option)"))
 def create_context_precision_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """Whether the passages useful for the output were retrieved first (mean average precision), by an LLM judge.
 
@@ -138,7 +141,7 @@ Reply with a JSON object {{"verdicts": [{{"context_index": 0, "verdict": "yes" |
         SCORER_ID,
         opts,
         version=VERSION,
-        description="Whether the passages useful for the output were retrieved first (LLM judge; MAP).",
+        description=DESCRIPTION,
         instructions=INSTRUCTIONS,
         options={"scale": scale, "context": opts.context},
         analyze=JudgePrompt(

@@ -39,6 +39,8 @@ __all__ = ("SCORER_ID", "VERSION", "ContextEvaluations", "Penalties", "create_co
 
 SCORER_ID = "context-relevance-scorer"
 VERSION = "1"
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = "How relevant the retrieved passages were, less penalties for unused and missing context (LLM judge)"
 WEIGHTS = {"high": 1.0, "medium": 0.7, "low": 0.3, "none": 0.0}
 EMPTY_CONTEXT = {"evaluations": [], "missingContext": [], "overallAssessment": "No context was given."}
 
@@ -103,7 +105,8 @@ def relevance_score(analysis: Mapping[str, Any], penalties: Penalties, scale: fl
     return scaled(max(0.0, base - unused - missing), scale)
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input", "output", "context (else option)"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION,
+          needs_judge=True, reads=("input", "output", "context (else option)"))
 def create_context_relevance_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How relevant and how used the retrieved passages were, with penalties, by an LLM judge.
 
@@ -175,7 +178,7 @@ Reply with a JSON object {{"evaluations": [{{"context_index": 0, "contextPiece":
         SCORER_ID,
         opts,
         version=VERSION,
-        description="How relevant and how used the retrieved passages were, with penalties (LLM judge).",
+        description=DESCRIPTION,
         instructions=INSTRUCTIONS,
         options={"scale": scale, "context": opts.context, "penalties": penalties.model_dump()},
         analyze=JudgePrompt(

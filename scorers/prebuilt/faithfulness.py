@@ -22,6 +22,8 @@ __all__ = ("SCORER_ID", "VERSION", "FaithfulnessVerdict", "FaithfulnessVerdicts"
 
 SCORER_ID = "faithfulness-scorer"
 VERSION = "1"
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = "Share of the output's claims that its context supports (LLM judge)"
 
 
 class FaithfulnessVerdict(BaseModel):
@@ -50,7 +52,7 @@ For each claim below, decide whether the context supports it:
 SPEC = ClaimsJudge(
     scorer_id=SCORER_ID,
     version=VERSION,
-    description="How much of what the output asserts its context supports (LLM judge).",
+    description=DESCRIPTION,
     instructions="""\
 You check texts against the context they were written from. You judge each claim only by what the given
 context states or clearly implies, never by your own knowledge. Follow the task's instructions exactly and
@@ -66,7 +68,8 @@ reply in the format it asks for.""",
 )
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("output", "context (else option, else tool results)"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION,
+          needs_judge=True, reads=("output", "context (else option, else tool results)"))
 def create_faithfulness_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How much of what the output asserts its context supports, by an LLM judge.
 

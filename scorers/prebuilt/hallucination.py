@@ -23,6 +23,8 @@ __all__ = ("SCORER_ID", "VERSION", "HallucinationVerdict", "HallucinationVerdict
 
 SCORER_ID = "hallucination-scorer"
 VERSION = "1"
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = "Share of the output's claims that its context does not back (LLM judge)"
 
 
 class HallucinationVerdict(BaseModel):
@@ -49,7 +51,7 @@ For each claim below, decide whether it is hallucinated:
 SPEC = ClaimsJudge(
     scorer_id=SCORER_ID,
     version=VERSION,
-    description="The share of the output's claims its context does not back (LLM judge; lower is better).",
+    description=DESCRIPTION,
     instructions="""\
 You check texts for hallucinations: claims that the context they were written from does not back. You
 judge each claim only by the given context, never by your own knowledge. Follow the task's instructions
@@ -65,7 +67,8 @@ exactly and reply in the format it asks for.""",
 )
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True, higher_is_better=False, reads=("output", "context (else option)"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION,
+          needs_judge=True, higher_is_better=False, reads=("output", "context (else option)"))
 def create_hallucination_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """The share of the output's claims that its context does not back, by an LLM judge (lower is better).
 

@@ -21,6 +21,8 @@ __all__ = ("SCORER_ID", "VERSION", "coverage_analysis", "coverage_score", "creat
 
 SCORER_ID = "keyword-coverage-scorer"
 VERSION = "1"
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = "Share of the ground truth's (else the input's) keywords that the output contains"
 STOP_WORD_PACKAGE = "stop-words"
 
 _TAG = re.compile(r"<[^>]+>")
@@ -76,7 +78,7 @@ def coverage_score(analysis: Mapping[str, int]) -> float:
     return 1.0 if total == 0 else analysis["matchedKeywords"] / total
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output", "ground truth (else input)"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION, needs_judge=False, reads=("output", "ground truth (else input)"))
 def create_keyword_coverage_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """The share of the ground truth's (else the input's) keywords, stop words and numbers left out, that
     the output contains. No options.
@@ -88,7 +90,7 @@ def create_keyword_coverage_scorer(options: Mapping[str, Any] | None = None, **k
     """
     parse_options(NoOptions, options, kwargs)
     return code_scorer(
-        SCORER_ID, VERSION, "The share of the ground truth's (else the input's) keywords that the output contains.",
+        SCORER_ID, VERSION, DESCRIPTION,
         preprocess=(on_reference_and_output(SCORER_ID, extract_keywords), {"stop_words": package_version(STOP_WORD_PACKAGE)}),
         analyze=(lambda ctx: coverage_analysis(ctx.results["preprocess"]), {}),
         generate_score=(lambda ctx: coverage_score(ctx.results["analyze"]), {}),

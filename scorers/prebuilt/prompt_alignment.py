@@ -28,6 +28,8 @@ __all__ = ("SCORER_ID", "VERSION", "PromptAlignment", "alignment_score", "create
 
 SCORER_ID = "prompt-alignment-scorer"
 VERSION = "1"
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = "How well the output serves the prompt's intent, requirements, completeness and format (LLM judge)"
 Mode = Literal["user", "system", "both"]
 WEIGHTS: dict[str, tuple[float, float, float, float]] = {
     "user": (0.4, 0.3, 0.2, 0.1),
@@ -142,7 +144,7 @@ def _prompts(ctx: StepContext, mode: str) -> dict[str, str]:
     return prompts
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input (user, system)", "output"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION, needs_judge=True, reads=("input (user, system)", "output"))
 def create_prompt_alignment_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How well the output serves the prompt's intent, requirements, completeness and format, by an LLM judge.
 
@@ -210,7 +212,7 @@ Reply with a JSON object {{"intentAlignment": {{"score", "primaryIntent", "isAdd
         SCORER_ID,
         opts,
         version=VERSION,
-        description="How well the output serves the prompt's intent, requirements, completeness and format (LLM judge).",
+        description=DESCRIPTION,
         instructions=INSTRUCTIONS,
         options={"scale": scale, "evaluation_mode": mode},
         analyze=JudgePrompt(prompt=prompt, output_model=PromptAlignment, shortcut=blank_output),

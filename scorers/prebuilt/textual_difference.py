@@ -18,6 +18,11 @@ __all__ = ("SCORER_ID", "VERSION", "create_textual_difference_scorer", "text_dif
 
 SCORER_ID = "textual-difference-scorer"
 VERSION = "2"  # 2: `changes` counts the opcodes from the reference to the output
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = (
+    "Character similarity of the output to the ground truth (else the input), times the length match: "
+    "wording, not meaning"
+)
 
 
 class TextualDifferenceOptions(ScaleOptions):
@@ -41,7 +46,7 @@ def difference_score(analysis: Mapping[str, float | int], scale: float) -> float
     return float(analysis["ratio"]) * float(analysis["confidence"]) * scale
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output", "ground truth (else input)"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION, needs_judge=False, reads=("output", "ground truth (else input)"))
 def create_textual_difference_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How close the output's text is to the ground truth (else the input); identical texts score ``scale``.
 
@@ -56,7 +61,7 @@ def create_textual_difference_scorer(options: Mapping[str, Any] | None = None, *
     scale = parse_options(TextualDifferenceOptions, options, kwargs).scale
 
     return analyze_then_score(
-        SCORER_ID, VERSION, "Text similarity of the output with the ground truth (else the input), by rapidfuzz.",
+        SCORER_ID, VERSION, DESCRIPTION,
         analyze=(lambda run: text_difference(answer(run), reference_or_input(run, SCORER_ID)), {}),
         score=(lambda analysis: difference_score(analysis, scale), {"scale": scale}),
         options={"scale": scale},

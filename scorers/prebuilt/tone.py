@@ -25,6 +25,11 @@ __all__ = ("SCORER_ID", "VERSION", "compound", "create_tone_scorer", "tone_analy
 
 SCORER_ID = "tone-scorer"
 VERSION = "1"
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = (
+    "Sentiment match of the output with its reference (reference_tone, else ground truth, else input), or "
+    "sentiment evenness: tone, not quality"
+)
 
 
 class ToneOptions(ScaleOptions):
@@ -72,7 +77,8 @@ def tone_score(analysis: Mapping[str, float], scale: float) -> float:
     return min(1.0, max(0.0, raw)) * scale
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output", "reference_tone (else ground truth, else input)"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION,
+          needs_judge=False, reads=("output", "reference_tone (else ground truth, else input)"))
 def create_tone_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """Tone consistency of the output with a reference, or tone stability within the output.
 
@@ -90,7 +96,7 @@ def create_tone_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) 
     scale, reference_tone = opts.scale, opts.reference_tone
 
     return analyze_then_score(
-        SCORER_ID, VERSION, "Tone consistency with a reference (or stability within the output), by VADER sentiment.",
+        SCORER_ID, VERSION, DESCRIPTION,
         analyze=(lambda run: tone_analysis(answer(run), _reference(run, reference_tone)), {"reference_tone": reference_tone}),
         score=(lambda analysis: tone_score(analysis, scale), {"scale": scale}),
         options={"scale": scale, "reference_tone": reference_tone},

@@ -22,6 +22,8 @@ __all__ = ("SCORER_ID", "VERSION", "create_tool_call_accuracy_scorer_code", "ord
 
 SCORER_ID = "code-tool-call-accuracy-scorer"
 VERSION = "1"
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = "1 when the output called the expected tool (or the expected tools in order), else 0"
 
 
 class ToolCallAccuracyOptions(OptionsModel):
@@ -87,7 +89,8 @@ def tool_call_score(analysis: Mapping[str, Any]) -> float:
     return 1.0 if analysis["correctToolCalled"] else 0.0
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=False, reads=("output tool calls", "expected tool or tool order"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION,
+          needs_judge=False, reads=("output tool calls", "expected tool or tool order"))
 def create_tool_call_accuracy_scorer_code(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """Whether the output's tool calls include the expected tool, or the expected tools in order (0 or 1).
 
@@ -104,7 +107,7 @@ def create_tool_call_accuracy_scorer_code(options: Mapping[str, Any] | None = No
     """
     opts = parse_options(ToolCallAccuracyOptions, options, kwargs)
     return code_scorer(
-        SCORER_ID, VERSION, "1 when the output called the expected tool (or tools, in order), else 0.",
+        SCORER_ID, VERSION, DESCRIPTION,
         options=opts.model_dump(), preprocess=(lambda ctx: tool_call_analysis(ctx.run, opts), opts.model_dump()),
         generate_score=(lambda ctx: tool_call_score(ctx.results["preprocess"]), {}),
     )

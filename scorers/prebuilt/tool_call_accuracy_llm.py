@@ -27,6 +27,8 @@ __all__ = ("SCORER_ID", "VERSION", "ToolEvaluations", "create_tool_call_accuracy
 
 SCORER_ID = "llm-tool-call-accuracy-scorer"
 VERSION = "1"
+# What the score measures (its direction is said apart): `show`, the run's summary and the report print it.
+DESCRIPTION = "Share of the agent's tool calls right for the request (LLM judge; no call: 1, or 0 if a tool was needed)"
 
 INSTRUCTIONS = """\
 You review an agent's tool use: whether each tool it called was the right one for the user's request,
@@ -89,7 +91,7 @@ def preprocess(ctx: StepContext) -> dict[str, Any]:
     return {"actualTools": [i["toolName"] for i in infos], "hasToolCalls": bool(infos), "toolCallInfos": infos}
 
 
-@prebuilt(SCORER_ID, VERSION, needs_judge=True, reads=("input", "output tool calls"))
+@prebuilt(SCORER_ID, VERSION, description=DESCRIPTION, needs_judge=True, reads=("input", "output tool calls"))
 def create_tool_call_accuracy_scorer_llm(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """Whether each tool the agent called was the right one for the request, by an LLM judge.
 
@@ -144,7 +146,7 @@ Reply with a JSON object {{"evaluations": [{{"toolCalled": "...", "wasAppropriat
         SCORER_ID,
         opts,
         version=VERSION,
-        description="Whether each tool the agent called was the right one for the request (LLM judge).",
+        description=DESCRIPTION,
         instructions=INSTRUCTIONS,
         options={"available_tools": tools},
         preprocess=preprocess,

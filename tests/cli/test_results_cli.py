@@ -325,3 +325,17 @@ def test_the_runs_summary_table_never_cuts_a_scorer_id(columns: int) -> None:
     assert max(len(line) for line in text.splitlines()) <= columns and "…" not in text, text
     for sid in PREBUILT:
         assert re.search(rf"(?<![\w-]){re.escape(sid)}(?![\w-])", text), (sid, text)
+
+
+def test_show_says_what_each_of_the_sixteen_scorers_measures(tmp_path: Path) -> None:
+    """A run recorded without the scorers' descriptions (before issue 23) gets the catalogue's line, with the
+    direction the run stored (hallucination, bias and toxicity: lower is better)."""
+    from flows.measures import measures_line
+    from scorers import PREBUILT
+
+    code, out, _ = _cli(_all_scorers_db(tmp_path / "evals.duckdb"), "show", "wide", "--worst", "0")
+    assert code == 0
+    flat = " ".join(out.split())
+    for sid, p in PREBUILT.items():
+        assert p.description and f"{sid} {measures_line(p.description, p.higher_is_better)}" in flat, sid
+    assert "0 with no opinions); lower is better" in flat  # bias

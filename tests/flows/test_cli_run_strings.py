@@ -58,3 +58,45 @@ def test_a_judge_nobody_answers_stops_the_cli_run_with_one_line(tmp_path: Path) 
     assert "Traceback" not in done.stdout + done.stderr
     ((status,),) = Store(tmp_path / "evals.duckdb").sql("SELECT status FROM runs").rows
     assert status == "failed"
+
+
+def test_each_scorer_says_what_it_measures_in_the_summary_show_and_the_report(tmp_path: Path) -> None:
+    """Issue 23: the demo's tone scores (an empty answer 1.000, a hostile one 0.961) read as wrong without a line
+    saying that tone is not quality. The run's summary, `evalduck show` and the report give each scorer's line
+    and its direction: prebuilt ones (answer relevancy too, skipped for want of a judge model), and a custom
+    scorer's own description."""
+    import os
+    import subprocess
+    import sys
+
+    from markupsafe import escape
+    from prefect.settings import get_current_settings
+
+    from flows.measures import measures_line
+    from scorers import PREBUILT
+
+    (tmp_path / "mine.py").write_text(
+        "from scorers import create_scorer\n"
+        "short = create_scorer('short-answer', generate_score=lambda ctx: float(len(str(ctx.run.output)) < 200),\n"
+        "                      description='1 when the answer is under 200 characters, else 0')\n")
+    demo = Path(__file__).resolve().parents[2] / "datasets" / "demo.jsonl"
+    script = str(Path(sys.executable).with_name("evalduck"))
+    env = {**os.environ, "PREFECT_API_URL": str(get_current_settings().api.url)}
+    env.pop("EVALDUCK_JUDGE_MODEL", None)
+    done = subprocess.run([script, "run", str(demo), "--name", "demo", "-s", "tone-scorer", "-s", "textual-difference-scorer",
+                           "-s", "answer-relevancy-scorer", "-s", "mine:short"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = subprocess.run([script, "show", "demo", "--worst", "0"], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    (report,) = (tmp_path / "reports").glob("demo-*.html")
+    page = report.read_text()
+    lines = {sid: measures_line(PREBUILT[sid].description, True)
+             for sid in ("tone-scorer", "textual-difference-scorer", "answer-relevancy-scorer")}
+    lines["short-answer"] = "1 when the answer is under 200 characters, else 0; higher is better"
+    assert "tone, not quality; higher is better" in lines["tone-scorer"]
+    for sid, line in lines.items():
+        for where, text in (("summary", done.stdout), ("show", shown.stdout)):
+            assert f"{sid} {line}" in " ".join(text.split()), (where, sid, text)
+        assert f"<dt><code>{sid}</code></dt><dd>{escape(line)}</dd>" in page, sid

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -222,18 +223,20 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def test_the_page_in_chromium_offline(built: Built, tmp_path: Path) -> None:
-    """No console error, no request but the file itself, every chart drawn, the item table sorts and filters by
-    clicks, an item's step results one click away; the screenshot is kept at the path printed."""
+def _chromium() -> None:
     if not CHROMIUM.exists():
         if os.environ.get("EVALDUCK_REQUIRE_BROWSER") == "1":
             pytest.fail(f"EVALDUCK_REQUIRE_BROWSER=1 but no Chromium at {CHROMIUM}")
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    from playwright.sync_api import expect, sync_playwright
 
-    page_url = Path(built.second.report).as_uri()
-    problems: list[str] = []
-    requests: list[str] = []
+
+@contextmanager
+def _page(tmp_path: Path, problems: list[str], requests: list[str] | None = None) -> Iterator[Any]:
+    """A page of headless Chromium, offline, 1300 x 900, that notes console errors and warnings, page errors
+    and (given ``requests``) every URL requested."""
+    _chromium()
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             str(tmp_path / "profile"), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
@@ -242,65 +245,78 @@ def test_the_page_in_chromium_offline(built: Built, tmp_path: Path) -> None:
             page = context.new_page()
             page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
             page.on("pageerror", lambda e: problems.append(str(e)))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(page_url)
-            charts = page.locator("figure.chart svg")
-            expect(charts).to_have_count(3)
-            for k in range(3):
-                box = charts.nth(k).bounding_box()
-                assert box is not None and box["width"] > 50 and box["height"] > 50, (k, box)
-
-            count = page.locator("#count")
-            expect(count).to_have_text(f"{N} items")
-            tone = page.locator("#thead button", has_text="tone-scorer")
-
-            def column(k: int) -> list[str]:
-                return page.locator("#rows .trow").evaluate_all(f"rows => rows.map(r => r.children[{k}].textContent)")
-
-            tone.click()
-            expect(tone).to_have_attribute("aria-sort", "ascending")
-            ascending = [float(v) for v in column(4) if v != "error"]
-            assert ascending == sorted(ascending) and len(ascending) == N - 1 and column(4)[-1] == "error"
-            tone.click()
-            expect(tone).to_have_attribute("aria-sort", "descending")
-            descending = [float(v) for v in column(4) if v != "error"]
-            assert descending == sorted(ascending, reverse=True)
-
-            page.select_option("#status", "error")
-            expect(count).to_have_text(f"1 of {N} items")
-            assert column(1) == [FAILING]
-            page.select_option("#status", "")
-            page.fill("#search", "bananas")
-            expect(count).to_have_text(f"1 of {N} items")
-            assert column(0) == [CHANGED]
-            page.locator("#rows .trow").first.click()
-            dialog = page.locator("dialog#detail")
-            expect(dialog).to_be_visible()
-            expect(dialog.locator("table.steps").first).to_contain_text("no")
-            page.keyboard.press("Escape")
-
-            # the most-moved items: input, both outputs, both scores, the reason and each judge scorer's
-            # statements with their verdicts as a table (answer relevancy's results, toxicity's verdicts)
-            relevancy = page.locator('details.moved-item[data-scorer="answer-relevancy-scorer"]')
-            relevancy.locator("summary").click()
-            sides = relevancy.locator(".sides > div")
-            expect(sides.nth(0)).to_contain_text("The capital of country 1 is City1.")
-            expect(sides.nth(1)).to_contain_text("Bananas are what I hate.")
-            expect(sides.nth(0).locator("h5")).to_have_text("baseline score 1.000")
-            expect(sides.nth(1)).to_contain_text("reason: ")
-            expect(sides.nth(1).locator("table.steps tr", has_text="Bananas are what I hate.")).to_contain_text("no")
-            expect(sides.nth(1).locator("table.steps th")).to_have_text(["statement", "result", "reason"])
-            toxic = page.locator('details.moved-item[data-scorer="toxicity-scorer"]')
-            toxic.locator("summary").click()
-            expect(toxic.locator("summary")).to_contain_text("regressed")
-            verdicts = toxic.locator(".sides > div").nth(1).locator("table.steps")
-            expect(verdicts.locator("th")).to_have_text(["verdict", "reason"])
-            expect(verdicts.locator("tbody tr").first).to_contain_text("yes")
-            shot = tmp_path / "report.png"
-            page.screenshot(path=str(shot), full_page=True)
-            print(f"screenshot: {shot}")
+            if requests is not None:
+                page.on("request", lambda r: requests.append(r.url))
+            yield page
         finally:
             context.close()
+
+
+def test_the_page_in_chromium_offline(built: Built, tmp_path: Path) -> None:
+    """No console error, no request but the file itself, every chart drawn, the item table sorts and filters by
+    clicks, an item's step results one click away; the screenshot is kept at the path printed."""
+    from playwright.sync_api import expect
+
+    page_url = Path(built.second.report).as_uri()
+    problems: list[str] = []
+    requests: list[str] = []
+    with _page(tmp_path, problems, requests) as page:
+        page.goto(page_url)
+        charts = page.locator("figure.chart svg")
+        expect(charts).to_have_count(3)
+        for k in range(3):
+            box = charts.nth(k).bounding_box()
+            assert box is not None and box["width"] > 50 and box["height"] > 50, (k, box)
+
+        count = page.locator("#count")
+        expect(count).to_have_text(f"{N} items")
+        tone = page.locator("#thead button", has_text="tone-scorer")
+
+        def column(k: int) -> list[str]:
+            return page.locator("#rows .trow").evaluate_all(f"rows => rows.map(r => r.children[{k}].textContent)")
+
+        tone.click()
+        expect(tone).to_have_attribute("aria-sort", "ascending")
+        ascending = [float(v) for v in column(4) if v != "error"]
+        assert ascending == sorted(ascending) and len(ascending) == N - 1 and column(4)[-1] == "error"
+        tone.click()
+        expect(tone).to_have_attribute("aria-sort", "descending")
+        descending = [float(v) for v in column(4) if v != "error"]
+        assert descending == sorted(ascending, reverse=True)
+
+        page.select_option("#status", "error")
+        expect(count).to_have_text(f"1 of {N} items")
+        assert column(1) == [FAILING]
+        page.select_option("#status", "")
+        page.fill("#search", "bananas")
+        expect(count).to_have_text(f"1 of {N} items")
+        assert column(0) == [CHANGED]
+        page.locator("#rows .trow").first.click()
+        dialog = page.locator("dialog#detail")
+        expect(dialog).to_be_visible()
+        expect(dialog.locator("table.steps").first).to_contain_text("no")
+        page.keyboard.press("Escape")
+
+        # the most-moved items: input, both outputs, both scores, the reason and each judge scorer's
+        # statements with their verdicts as a table (answer relevancy's results, toxicity's verdicts)
+        relevancy = page.locator('details.moved-item[data-scorer="answer-relevancy-scorer"]')
+        relevancy.locator("summary").click()
+        sides = relevancy.locator(".sides > div")
+        expect(sides.nth(0)).to_contain_text("The capital of country 1 is City1.")
+        expect(sides.nth(1)).to_contain_text("Bananas are what I hate.")
+        expect(sides.nth(0).locator("h5")).to_have_text("baseline score 1.000")
+        expect(sides.nth(1)).to_contain_text("reason: ")
+        expect(sides.nth(1).locator("table.steps tr", has_text="Bananas are what I hate.")).to_contain_text("no")
+        expect(sides.nth(1).locator("table.steps th")).to_have_text(["statement", "result", "reason"])
+        toxic = page.locator('details.moved-item[data-scorer="toxicity-scorer"]')
+        toxic.locator("summary").click()
+        expect(toxic.locator("summary")).to_contain_text("regressed")
+        verdicts = toxic.locator(".sides > div").nth(1).locator("table.steps")
+        expect(verdicts.locator("th")).to_have_text(["verdict", "reason"])
+        expect(verdicts.locator("tbody tr").first).to_contain_text("yes")
+        shot = tmp_path / "report.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot: {shot}")
     assert not problems, problems
     assert requests == [page_url], requests
 
@@ -345,3 +361,104 @@ def test_sparkline() -> None:
     assert sparkline([0.0, 0.5, 1.0]) == "▁▅█"
     assert sparkline([0.7, None, 0.7]) == "▄ ▄"  # a constant series sits in the middle; no mean, a gap
     assert sparkline([None, None]) == "  "
+
+
+SIX = ("answer-similarity-scorer", "completeness-scorer", "content-similarity-scorer", "keyword-coverage-scorer",
+       "textual-difference-scorer", "tone-scorer")
+RTL_ID = "rtl\u202egnp.exe"  # shows as "rtlexe.png" where U+202E acts
+
+
+@pytest.fixture(scope="module")
+def six(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two runs of "six" with six scorers, written by the store as a run writes them: answer similarity's step
+    results from the real scorer against the fake judge (one output unit per match: its outputUnits list is as
+    long as its matches), keyword coverage skipped on every item (as a judge scorer with no model is), answer
+    similarity skipped on one; an item id with a right-to-left override. The report by the CLI."""
+    from scorers import PREBUILT, create_answer_similarity_scorer
+
+    folder = tmp_path_factory.mktemp("six")
+    store = Store(folder / "evals.duckdb")
+    ids = [RTL_ID, *(f"q-{i}" for i in range(1, 8))]
+    os.environ["OPENAI_API_KEY"] = "sk-fake-key-for-tests"
+    with FakeOpenAIServer() as judge:
+        similar = create_answer_similarity_scorer(model="openai/fake-judge", api_base=judge.base_url)
+        judged = similar.run(input="When does the store open?", output="The store opens at 9am.",
+                             ground_truth="It opens at 9am.")
+    for k, run_id in enumerate(("0b7f4c2e-1d3a-4e5f-9a8b-7c6d5e4f3a21", "f3a2b1c0-9d8e-4f7a-8b6c-5d4e3f2a1b09")):
+        store.start_run(run_id, "six", "six.jsonl", "h1", {}, directions={s: PREBUILT[s].higher_is_better for s in SIX},
+                        items=[{"item_id": i, "input": f"question {i}", "output": "The store opens at 9am.",
+                                "ground_truth": "It opens at 9am."} for i in ids])
+        cells = []
+        for n, item in enumerate(ids):
+            for sid in SIX:
+                cell: dict[str, Any] = {"item_id": item, "scorer_id": sid, "scorer_version": "1"}
+                if sid == "keyword-coverage-scorer" or (sid == "answer-similarity-scorer" and item == "q-3"):
+                    cell |= {"status": "skipped", "reason": f"{sid} skipped: no judge model"}
+                elif sid == "answer-similarity-scorer":
+                    cell |= {"score": judged.score, "preprocess_step_result": judged.preprocess_step_result,
+                             "analyze_step_result": judged.analyze_step_result, "reason": "partly the same facts"}
+                else:
+                    cell |= {"score": round(0.1 * n + 0.05 * k, 3)}
+                cells.append(cell)
+        store.write_batch(run_id, scores=cells, status="completed")
+    page = folder / "six.html"
+    done = _cli(folder / "evals.duckdb", "report", "six", "-o", str(page))
+    assert done.returncode == 0, done.stderr
+    return page
+
+
+def test_the_report_reads_right_in_chromium(six: Path, tmp_path: Path) -> None:
+    """Issue 23: the status filter names its scorer (skipped on any scorer was every item: keyword coverage is
+    skipped throughout); the trend table's run id stays on one or two lines with six scorers; answer similarity's
+    detail has no two columns of one name; an id's right-to-left override is written, not obeyed; each scorer's
+    line says what it measures and which way is better."""
+    from playwright.sync_api import expect
+
+    problems: list[str] = []
+    with _page(tmp_path, problems) as page:
+        page.goto(six.as_uri())
+        count = page.locator("#count")
+        expect(count).to_have_text("8 items")
+
+        def ids() -> list[str]:
+            return page.locator("#rows .trow").evaluate_all("rows => rows.map(r => r.children[0].textContent)")
+
+        page.select_option("#status", "skipped")
+        expect(count).to_have_text("8 items")  # any scorer: keyword coverage is skipped on each item
+        page.select_option("#status-scorer", label="answer-similarity-scorer")
+        expect(count).to_have_text("1 of 8 items")
+        assert ids() == ["q-3"]
+        page.select_option("#status-scorer", label="tone-scorer")
+        expect(count).to_have_text("0 of 8 items")
+        page.select_option("#status", "scored")
+        expect(count).to_have_text("8 items")
+        page.select_option("#status-scorer", label="answer-similarity-scorer")
+        expect(count).to_have_text("7 of 8 items")
+        assert "q-3" not in ids()
+
+        # the right-to-left override is shown as its escape, in the row and in the dialog's title
+        page.select_option("#status", "")
+        rtl = page.locator("#rows .trow").filter(has_text="rtl")
+        expect(rtl).to_have_count(1)
+        assert rtl.locator("div").first.text_content() == "rtl\\u202egnp.exe"
+        rtl.click()
+        dialog = page.locator("dialog#detail")
+        expect(dialog).to_be_visible()
+        expect(dialog.locator("h3")).to_have_text("item rtl\\u202egnp.exe")
+        headers = dialog.locator("table.steps").first.locator("th").all_text_contents()
+        assert headers and len(headers) == len(set(headers)), headers
+        assert "outputUnit" in headers and "groundTruthUnit" in headers
+        page.keyboard.press("Escape")
+
+        # the trend table: every run id cell at most two lines high
+        cells = page.locator("#trend td.run-id")
+        expect(cells).to_have_count(2)
+        line = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#trend td.run-id code')).lineHeight) || 0")
+        for k in range(2):
+            box = cells.nth(k).locator("code").bounding_box()
+            assert box is not None and box["height"] <= 2 * max(line, 14) + 1, (box, line)
+
+        measures = page.locator("dl.measures")
+        expect(measures).to_contain_text("tone, not quality; higher is better")
+        expect(measures.locator("dt")).to_have_text(list(SIX))
+    assert not problems, problems

@@ -55,6 +55,7 @@ def test_each_entry_matches_the_contract_and_its_factory(scorer_id: str, name: s
         factory.scorer_id, factory.needs_judge, factory.version, factory.higher_is_better)
     built = factory({"model": "openai/x"} if needs_judge else None)
     assert (built.id, built.version, built.higher_is_better) == (scorer_id, entry.version, higher)
+    assert built.description == entry.description == factory.description and entry.description  # said once
     assert any(step.is_judge for step in built.steps) == needs_judge
 
 

@@ -14,13 +14,19 @@ async function unpackItems() {
   const data = JSON.parse(document.getElementById("report-data").textContent);
   const scorers = data.scorers;
   const ROW_H = 31; // .trow height + its border, px
+  // Control and bidi characters written as escapes (U+202E as \u202e), by the rule the CLI uses
+  // (flows/display.py's `visible`, handed over as data): a user's text never reorders or hides what is drawn.
+  const rule = data.visible, invisible = new RegExp(rule.pattern, "gu");
+  const hex = (c, n) => c.codePointAt(0).toString(16).padStart(n, "0");
+  const shown = (text, keep) => text.replace(invisible, (c) => (keep.includes(c) ? c : rule.named[c] || (c.codePointAt(0) < 0x100 ? "\\x" + hex(c, 2) : "\\u" + hex(c, 4))));
   const el = (tag, attrs, ...children) => {
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
       if (k === "class") node.className = v; else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-      else node.setAttribute(k, v);
+      else node.setAttribute(k, k === "title" ? shown(String(v), "") : v);
     }
-    for (const c of children) if (c !== null && c !== undefined) node.append(c instanceof Node ? c : String(c));
+    const keep = tag === "pre" ? rule.multiline : ""; // a <pre> shows the lines of a text; elsewhere "\n" is written
+    for (const c of children) if (c !== null && c !== undefined) node.append(c instanceof Node ? c : shown(String(c), keep));
     return node;
   };
   const fmt = (v) => (v === null || v === undefined ? "–" : Number(v).toFixed(3));
@@ -49,9 +55,12 @@ async function unpackItems() {
     const listKey = Object.keys(analyze).find((k) => Array.isArray(analyze[k]) && analyze[k].length && analyze[k].every(plainObject));
     if (listKey === undefined) return null;
     const list = analyze[listKey];
-    const preKey = plainObject(pre) ? Object.keys(pre).find((k) => Array.isArray(pre[k]) && pre[k].length === list.length && pre[k].every((s) => typeof s === "string")) : undefined;
+    let preKey = plainObject(pre) ? Object.keys(pre).find((k) => Array.isArray(pre[k]) && pre[k].length === list.length && pre[k].every((s) => typeof s === "string")) : undefined;
     const keys = [];
     for (const o of list) for (const k of Object.keys(o)) if (!keys.includes(k)) keys.push(k);
+    // The statements judged, paired by position, unless the judgements name their own (answer similarity's
+    // matches carry their outputUnit and groundTruthUnit: its outputUnits are not one per match).
+    if (preKey !== undefined && keys.includes(preKey.replace(/s$/, ""))) preKey = undefined;
     const head = el("tr", {}, preKey !== undefined ? el("th", {}, preKey.replace(/s$/, "")) : null, ...keys.map((k) => el("th", {}, k)));
     const body = list.map((o, i) => el("tr", {}, preKey !== undefined ? el("td", {}, pre[preKey][i]) : null, ...keys.map((k) => el("td", {}, cellText(o[k])))));
     const rest = {};
@@ -100,7 +109,7 @@ async function unpackItems() {
              haystack: (id + "\n" + inputText + "\n" + outputText + "\n" + reasons).toLowerCase() };
   });
   const columns = [{ key: "id", label: "item" }, { key: "input", label: "input" }, { key: "output", label: "output" }]
-    .concat(scorers.map((s, k) => ({ key: k, label: s })));
+    .concat(scorers.map((s, k) => ({ key: k, label: s, about: data.measures[s] })));
   const table = document.getElementById("table");
   table.style.setProperty("--cols", "minmax(7rem, 1fr) 3fr 3fr" + " minmax(7.5rem, 1fr)".repeat(scorers.length));
   const sort = { key: null, dir: 1 };
@@ -109,13 +118,14 @@ async function unpackItems() {
   const head = document.getElementById("thead");
   const headRow = el("div", { class: "trow", role: "row" });
   for (const c of columns) {
-    headRow.append(el("div", { role: "columnheader" }, el("button", { type: "button", "data-key": String(c.key), title: "sort by " + c.label,
+    headRow.append(el("div", { role: "columnheader" }, el("button", { type: "button", "data-key": String(c.key), title: "sort by " + c.label + (c.about ? ": " + c.about : ""),
       onclick: () => { sort.dir = sort.key === c.key ? -sort.dir : 1; sort.key = c.key; update(); } }, c.label)));
   }
   head.append(headRow);
 
   const viewport = document.getElementById("viewport"), spacer = document.getElementById("spacer"), rows = document.getElementById("rows");
   const search = document.getElementById("search"), status = document.getElementById("status"), count = document.getElementById("count");
+  const statusOf = document.getElementById("status-scorer");
 
   function compare(a, b) {
     const k = sort.key;
@@ -131,8 +141,10 @@ async function unpackItems() {
   }
 
   function update() {
-    const q = search.value.trim().toLowerCase(), st = status.value;
-    view = items.filter((it) => (!q || it.haystack.includes(q)) && (!st || it.cells.some((c) => c && c[0] === st)));
+    const q = search.value.trim().toLowerCase(), st = status.value, of = statusOf.value;
+    // the status of the scorer chosen, or of any scorer's cell
+    const hasStatus = (it) => (of === "" ? it.cells.some((c) => c && c[0] === st) : it.cells[Number(of)] && it.cells[Number(of)][0] === st);
+    view = items.filter((it) => (!q || it.haystack.includes(q)) && (!st || hasStatus(it)));
     if (sort.key !== null) view.sort(compare);
     for (const b of head.querySelectorAll("button")) {
       const on = b.dataset.key === String(sort.key);
@@ -189,6 +201,7 @@ async function unpackItems() {
   let typing = 0;
   search.addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(update, 120); });
   status.addEventListener("change", update);
+  statusOf.addEventListener("change", update);
   update();
 })().catch((error) => {
   document.getElementById("count").textContent = "the item table could not be read: " + error;
