@@ -60,7 +60,7 @@ def _store(ctx: typer.Context, *, reader: bool = True) -> Iterator[Store]:
         store = Store(path, reader=reader)
         if store.left_running:
             _consoles.err.print(literal(
-                "note: ", store.path, " is read-only here, so runs whose process is gone still show `running`: ",
+                "note: ", store.path, " cannot be written here, so runs whose process is gone still show `running`: ",
                 ", ".join(store.left_running), style="dim"))
         yield store
     except StoreError as exc:

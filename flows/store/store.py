@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from flows.settings import default_db_path
 from flows.store import lake
 from flows.store.connection import connect, held, transaction
-from flows.store.errors import StoreError, UnknownRunError, disk_refusal, write_refused
+from flows.store.errors import StoreDiskError, StoreError, UnknownRunError, disk_refusal, write_refused
 from flows.store.liveness import gone_writers, mark_interrupted_runs, this_writer
 from flows.redact import redact_urls
 from flows.store.models import SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
@@ -62,8 +62,9 @@ class Store:
     def __init__(self, path: str | Path | None = None, *, lock_timeout: float | None = None,
                  reader: bool = False) -> None:
         """`reader`: for read commands. A file this process may not write (a read-only mount, another user's
-        file) is then opened read-only instead of refused: not migrated, no run marked `interrupted`; its
-        `running` runs whose writer is gone are listed in `left_running` instead, and `read_only` is True."""
+        file, a full disk) is then opened read-only instead of refused: not migrated, no run marked
+        `interrupted`; its `running` runs whose writer is gone are listed in `left_running` instead, and
+        `read_only` is True."""
         self.target: StoreTarget = parse_target(path if path is not None else default_db_path())
         # What messages name: the file, or the lake's URL with its password masked.
         self.path: Path | str = self.target.path if self.target.path is not None else self.target.label
@@ -75,7 +76,8 @@ class Store:
         try:
             self.migrated_from, self.interrupted = self._retrying(self._open)
         except StoreError as exc:
-            if not (reader and self.target.path is not None and write_refused(exc)):
+            unwritable = isinstance(exc, StoreDiskError) or write_refused(exc)
+            if not (reader and self.target.path is not None and unwritable):
                 raise
             self.read_only = True
             self.migrated_from, self.interrupted = self._open_read_only(), []

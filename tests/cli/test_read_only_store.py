@@ -112,7 +112,7 @@ def test_read_commands_read_a_results_file_they_may_not_write(tmp_path: Path, re
         assert run_id in listed.stdout
     # The gone writer's run cannot be marked `interrupted` here: one note says so, the listing shows it as stored.
     (note,) = listed.stderr.strip().splitlines()
-    assert note.startswith(f"note: {db} is read-only here") and note.endswith("run-killed"), listed.stderr
+    assert note.startswith(f"note: {db} cannot be written here") and note.endswith("run-killed"), listed.stderr
 
     counted = read_only.cli(db, "sql", "SELECT count(*) AS cells FROM scores", "--format", "csv", cwd=tmp_path)
     assert counted.returncode == 0, counted.stderr
@@ -156,3 +156,18 @@ def test_a_reader_still_waits_for_a_writer_of_a_writable_file(tmp_path: Path) ->
         holder.wait(timeout=60)
     assert listed.returncode == 0, listed.stderr
     assert listed.stderr == "" and "interrupted" in listed.stdout, listed.stdout
+
+
+def test_read_commands_read_a_file_on_a_full_disk(tmp_path: Path) -> None:
+    """A full disk (here: a file size limit of 64 bytes, below any write of DuckDB's to the file or its .wal) fails
+    the write that marks a dead writer's run `interrupted`; the listing is still read and shown."""
+    db = tmp_path / "evals.duckdb"
+    _fill(db)
+    limited = ("import resource, signal\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+               "resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))\n")
+    listed = subprocess.run([sys.executable, "-c", limited + ENTRY, "--db", str(db), "runs"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert "run-killed" in listed.stdout and "running" in listed.stdout
+    assert listed.stderr.startswith(f"note: {db} cannot be written here"), listed.stderr
+    assert Store(db).run_record("run-killed").status == "interrupted"  # once there is room, as always
