@@ -391,18 +391,23 @@ def _after(pid: int, limit_s: float = 300.0) -> None:
     os.close(pidfd)
 
 
-def main(argv: list[str] | None = None) -> NoReturn:
-    args = sys.argv[1:] if argv is None else argv
-    state_dir = Path(args[0]).resolve()
-    if len(args) == 3 and args[1] == "--after":
-        _after(int(args[2]))
+def _check_folder(state_dir: Path) -> None:
+    """Exit unless the sockets' folder is the state folder or one of this user's only (wire.own_folder)."""
     folder = socket_path(state_dir).parent
     try:
-        if folder != state_dir:  # before the wait and the preloads: a folder that is not ours ends it at once
+        if folder != state_dir:
             own_folder(folder)
     except OSError as exc:
         _log(f"not serving: {exc}")
         sys.exit(1)
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    args = sys.argv[1:] if argv is None else argv
+    state_dir = Path(args[0]).resolve()
+    _check_folder(state_dir)  # before the waits and the preloads: a folder that is not ours ends it at once
+    if len(args) == 3 and args[1] == "--after":
+        _after(int(args[2]))
     wait_until_quiet(state_dir)  # and for any run going in its own process: runs back to back keep the cores
     starter = Starter(state_dir)  # the fingerprint is taken before the imports it stands for
     _preload()
@@ -416,6 +421,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    _check_folder(state_dir)  # again, right before the binds: it may have gone meanwhile
     starter.ensure_renderer()  # it starts its JavaScript runtime while the starter waits for the first run
     starter.listen()
     _log(f"listening on {starter.path}")
