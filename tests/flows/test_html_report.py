@@ -476,6 +476,11 @@ def test_the_report_reads_right_in_chromium(six: Path, tmp_path: Path) -> None:
             box = cells.nth(k).locator("code").bounding_box()
             assert box is not None and box["height"] <= 2 * max(line, 14) + 1, (box, line)
 
+        # the item table's column headers: each scorer id whole (they were cut to `context-pr…`), wrapped if need be
+        heads = page.locator("#thead button")
+        assert heads.all_text_contents()[3:] == list(SIX)
+        assert heads.evaluate_all("bs => bs.every(b => b.scrollWidth <= b.clientWidth + 1)")
+
         measures = page.locator("dl.measures")
         expect(measures).to_contain_text("tone, not quality; higher is better")
         expect(measures.locator("dt")).to_have_text(list(SIX))
