@@ -283,7 +283,8 @@ def _print_result(out: Console, err: Console, result: Any, api_url: str | None, 
     from flows.server import ui_url_for
 
     out.print(_summary_table(result, out))
-    out.print(fit(out, _measures(result)))
+    if result.summary["scorers"]:
+        out.print(fit(out, _measures(result)))
     errored = sum(s["errored"] for s in result.summary["scorers"].values())
     if errored:
         ref = shell_word(result.run_id) or result.run_id
