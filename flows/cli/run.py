@@ -62,7 +62,7 @@ def _summary_table(result: Any, console: Console) -> RenderableType:
             else:
                 row += ["–", "–"]
         table.add_row(*row)
-    return fit(console, table, drop=("tokens", "cost $", "skipped", "errored"))
+    return fit(console, table, drop=("tokens", "cost $", "95% CI", "Δ prev", "skipped", "errored"))
 
 
 def _measures(result: Any) -> Table:
