@@ -134,8 +134,9 @@ def show(
             _num(s["stddev_score"]), _num(s["min_score"]), _num(s["max_score"]), _num(s["cost"], 4),
         )
     out.print(fit(out, table, drop=("version", "judge", "cost", "stddev", "min", "max")))
-    out.print(fit(out, measures_table([(s["scorer_id"], s.get("higher_is_better") is not False) for s in summary.scorers],
-                                      scorer_descriptions(r.config))))
+    if summary.scorers:
+        out.print(fit(out, measures_table([(s["scorer_id"], s.get("higher_is_better") is not False)
+                                           for s in summary.scorers], scorer_descriptions(r.config))))
     if skipped:
         reasons = Table(title="Skipped cells (not scored: out of the means)")
         for column in ("scorer", "cells", "reason"):

@@ -64,7 +64,7 @@ def _summary_table(result: Any, console: Console) -> RenderableType:
             else:
                 row += ["–", "–"]
         table.add_row(*row)
-    return fit(console, table, drop=("tokens", "cost $", "skipped", "errored"))
+    return fit(console, table, drop=("tokens", "cost $", "95% CI", "Δ prev", "skipped", "errored"))
 
 
 def _measures(result: Any) -> Table:
@@ -288,7 +288,8 @@ def _print_result(out: Console, err: Console, result: Any, api_url: str | None, 
     from flows.server import ui_url_for
 
     out.print(_summary_table(result, out))
-    out.print(fit(out, _measures(result)))
+    if result.summary["scorers"]:
+        out.print(fit(out, _measures(result)))
     errored = sum(s["errored"] for s in result.summary["scorers"].values())
     if errored:
         ref = shell_word(result.run_id) or result.run_id

@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 from flows.html_report.direction import scorer_directions
 from flows.html_report.reader import Records, one_connection
-from flows.measures import measures_line, scorer_descriptions
 from flows.html_report.stats import DEFAULT_LAST, ScorerStats, previous_completed, scorer_stats, trend_run_ids
+from flows.measures import measures_line, scorer_descriptions
 from flows.store import RunRecord, Store
 
 __all__ = ("MOVED_ITEMS", "Header", "ScorerSection", "MovedItem", "ScorerComparison", "ReportData", "gather")

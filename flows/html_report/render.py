@@ -34,7 +34,7 @@ def _environment() -> jinja2.Environment:
 
 def _shown(value: Any) -> Any:
     """Every text the template writes, with control and bidi characters written as escapes, as the CLI shows
-    them (flows/display.py): an id `rtl\u202egnp.exe` must not read `exe.png`. Markup (`| safe`: the page's own
+    them (flows/display.py): an id `rtl\\u202egnp.exe` must not read `exe.png`. Markup (`| safe`: the page's own
     style, script, data and charts) is the page's, not a user's, and passes as is."""
     return visible(value) if isinstance(value, str) and not isinstance(value, markupsafe.Markup) else value
 

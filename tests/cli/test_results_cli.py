@@ -323,6 +323,7 @@ def test_the_runs_summary_table_never_cuts_a_scorer_id(columns: int) -> None:
     console.print(_summary_table(result, console))
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= columns and "…" not in text, text
+    assert "errored" in text and "skipped" in text, text  # the counts stay; tokens, cost, the interval go first
     for sid in PREBUILT:
         assert re.search(rf"(?<![\w-]){re.escape(sid)}(?![\w-])", text), (sid, text)
 

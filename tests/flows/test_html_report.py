@@ -337,6 +337,24 @@ def test_user_strings_stay_text_in_the_page(tmp_path: Path) -> None:
     assert html.count("<script") == 3 and html.count("</script>") == 3  # the data, the item data, the code
 
 
+def test_the_page_writes_control_and_bidi_characters_as_escapes(tmp_path: Path) -> None:
+    """The CLI's rule (flows/display.py) for what the template writes: a run name, dataset, target and skip
+    reason holding U+202E or an ANSI escape show them as `\\u202e` and `\\x1b`; outside the page's data (read by
+    its script, which applies the same rule: the Chromium test above) no such character is left."""
+    import re
+
+    store = Store(tmp_path / "evals.duckdb")
+    odd = f"{RTL_ID} \x1b[31mred"
+    store.start_run("run-0", odd, f"{odd}.jsonl", "h", {"target": odd})
+    store.write_batch("run-0", items=[{"item_id": odd, "input": odd, "output": odd}],
+                      scores=[{"item_id": odd, "scorer_id": "tone-scorer", "scorer_version": "1", "status": "skipped",
+                               "reason": odd}], status="completed")
+    html = write_report(store, "run-0", path=tmp_path / "r.html").path.read_text()
+    page = re.sub(r"<script.*?</script>", "", html, flags=re.S)
+    assert "\u202e" not in page and "\x1b" not in page
+    assert page.count("rtl\\u202egnp.exe \\x1b[31mred") >= 5  # title, heading, dataset, target, skip reason
+
+
 def test_a_trend_run_without_scores_reads_none_scored(tmp_path: Path) -> None:
     """A scorer skipped throughout a run of the trend has no mean there: the table says so, not "– –"."""
     store = Store(tmp_path / "evals.duckdb")
@@ -457,6 +475,11 @@ def test_the_report_reads_right_in_chromium(six: Path, tmp_path: Path) -> None:
         for k in range(2):
             box = cells.nth(k).locator("code").bounding_box()
             assert box is not None and box["height"] <= 2 * max(line, 14) + 1, (box, line)
+
+        # the item table's column headers: each scorer id whole (they were cut to `context-pr…`), wrapped if need be
+        heads = page.locator("#thead button")
+        assert heads.all_text_contents()[3:] == list(SIX)
+        assert heads.evaluate_all("bs => bs.every(b => b.scrollWidth <= b.clientWidth + 1)")
 
         measures = page.locator("dl.measures")
         expect(measures).to_contain_text("tone, not quality; higher is better")

@@ -111,7 +111,7 @@ async function unpackItems() {
   const columns = [{ key: "id", label: "item" }, { key: "input", label: "input" }, { key: "output", label: "output" }]
     .concat(scorers.map((s, k) => ({ key: k, label: s, about: data.measures[s] })));
   const table = document.getElementById("table");
-  table.style.setProperty("--cols", "minmax(7rem, 1fr) 3fr 3fr" + " minmax(7.5rem, 1fr)".repeat(scorers.length));
+  table.style.setProperty("--cols", "minmax(7rem, 1fr) 3fr 3fr" + " minmax(8.5rem, 1fr)".repeat(scorers.length));
   const sort = { key: null, dir: 1 };
   let view = items;
 
