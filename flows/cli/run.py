@@ -79,10 +79,15 @@ def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tu
         project_state_dir,
         run_scoped_server,
     )
-    from flows.server import ServeError, configured_api_url
+    from flows.server import ServeError, answers, client_auth, configured_api_url
 
     configured = configured_api_url()
     if configured:
+        if not answers(configured):  # before the run: Prefect would retry for seconds, then fail in tracebacks
+            err.print(literal(("error:", "red"), " nothing answers at PREFECT_API_URL=", configured, " (from the "
+                              "environment or the active Prefect profile): start that server, or unset it to use "
+                              "this folder's local server; nothing was run", multiline=True))
+            raise typer.Exit(1)
         err.print(literal("Prefect: server ", configured, " (PREFECT_API_URL)", style="dim"))
         return configured, True, False
     try:
@@ -94,6 +99,7 @@ def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tu
         err.print(literal(("error:", "red"), " could not start a local Prefect server: ", str(exc), multiline=True))
         raise typer.Exit(1) from None
     err.print(literal("Prefect: server ", state.api_url, " (this folder's; UI at ", state.ui_url, ")", style="dim"))
+    stack.enter_context(client_auth(state.auth))  # its credentials (flows/server/credentials.py), for the run
     return state.api_url, True, True
 
 

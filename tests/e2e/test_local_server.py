@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import re
+import stat
 import subprocess
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import early
+import httpx
 import pytest
-from e2e_harness import CLI, none_left, ours, project_folder
+from e2e_harness import CLI, api_client, none_left, ours, project_folder
 
 pytestmark = pytest.mark.e2e
 
@@ -67,6 +72,65 @@ def _ci_run(context: early.Context) -> tuple[dict[str, str], subprocess.Complete
     cwd, env = context.enter(project_folder(context.root, context.env))
     proc = run(cwd, {**env, "CI": "true"}, "--name", "ci")
     return env, proc, (cwd / ".evalduck" / "serve.json").exists()
+
+
+@early.job("first_runs_at_once")
+def _first_runs_at_once(context: early.Context) -> tuple[Path, dict[str, str], list[tuple[int, str, str]]]:
+    """Four first runs at once in a fresh folder (no server yet), as `evalduck run a & evalduck run b & ...`."""
+    cwd, env = context.enter(project_folder(context.root, context.env))
+    procs = [subprocess.Popen([CLI, "run", "data.jsonl", "-s", "tone-scorer", "--name", f"at-once-{i}"], cwd=cwd,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(4)]
+    done = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        done.append((proc.returncode, out, err))
+    return cwd, env, done
+
+
+@pytest.fixture
+def first_runs_at_once() -> tuple[Path, dict[str, str], list[tuple[int, str, str]]]:
+    return early.result("first_runs_at_once")  # type: ignore[no-any-return]
+
+
+def test_first_runs_at_once_share_one_server(
+    first_runs_at_once: tuple[Path, dict[str, str], list[tuple[int, str, str]]],
+) -> None:
+    """The first to get the folder's lock starts its server; the others wait for it and record to it."""
+    cwd, env, done = first_runs_at_once
+    for code, out, err in done:
+        assert code == 0, out + err
+    recorded = state(cwd)
+    servers = [pid for pid in ours(env) if b"server\0start" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert servers == [recorded["server_pid"]]
+    assert sum("Started a local Prefect server" in err for _, _, err in done) == 1
+    flow_runs = [re.search(r"flow run: (\S+)/runs/flow-run/([0-9a-f-]{36})", out) for _, out, _ in done]
+    assert all(found is not None and found[1] == recorded["ui_url"] for found in flow_runs), [o for _, o, _ in done]
+    with api_client(str(recorded["api_url"]), cwd / ".evalduck") as api:
+        for found in flow_runs:
+            assert found is not None
+            assert api.get(f"/flow_runs/{found[2]}").json()["state_type"] == "COMPLETED"
+
+
+def test_the_folder_server_wants_its_credentials(
+    first_runs_at_once: tuple[Path, dict[str, str], list[tuple[int, str, str]]],
+) -> None:
+    """Another local user cannot read or create runs on the folder's server (its worker would run them as
+    this user); the credentials are in a file only this user can read."""
+    cwd, _, _ = first_runs_at_once
+    api_url = str(state(cwd)["api_url"])
+    private = cwd / ".evalduck" / "private"
+    assert stat.S_IMODE(private.stat().st_mode) == 0o700 and private.stat().st_uid == os.getuid()
+    assert stat.S_IMODE((private / "prefect-auth").stat().st_mode) == 0o600
+    assert httpx.get(f"{api_url}/health").status_code == 200  # open, for health checks
+    anyone = httpx.post(f"{api_url}/deployments/filter", json={})
+    assert anyone.status_code == 401
+    create = httpx.post(f"{api_url}/deployments/{uuid.uuid4()}/create_flow_run",
+                        json={"parameters": {"config": {"target": "os:system"}}})
+    assert create.status_code == 401
+    wrong = httpx.post(f"{api_url}/flow_runs/filter", json={}, auth=("evalduck", "guess"))
+    assert wrong.status_code == 401
+    with api_client(api_url, cwd / ".evalduck") as api:
+        assert api.post("/flow_runs/filter", json={}).status_code == 200
 
 
 @pytest.fixture
