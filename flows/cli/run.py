@@ -241,6 +241,7 @@ def _config(ctx: typer.Context, values: dict[str, Any]) -> EvalConfig:
 
 def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemeral: bool) -> tuple[Any, str | None, bool]:
     """The run, on the server this folder's runs use; its errors as one line and an exit status."""
+    from flows.api_watch import lost_line, watch_api
     from flows.datasets import DatasetError
     from flows.engine import FailFast, MisconfiguredRun
     from flows.eval_flow import run_eval_config
@@ -253,8 +254,14 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
         api_url, lasting, ours = _server_for_run(err, ephemeral, stack)
         try:
             with (use_sink(RichProgress(err)), _api(api_url, lasting), heartbeat_settings(own_server=ours),
-                  sigterm_as_interrupt()):
-                return run_eval_config(config), api_url, lasting
+                  sigterm_as_interrupt(), watch_api(api_url) as watch):
+                try:
+                    return run_eval_config(config), api_url, lasting
+                except Exception:
+                    if watch.result is None or not watch.check():  # the results are not all stored, or it answers
+                        raise
+            err.print(literal(("warning:", "yellow"), " ", lost_line(api_url, watch.result), multiline=True))
+            return watch.result, api_url, False
         except KeyboardInterrupt as exc:  # the run recorded itself as cancelled and said how to resume
             raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
         except (DatasetError, TargetError, UnknownRunError) as exc:

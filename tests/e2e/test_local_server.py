@@ -8,10 +8,12 @@ their tests check what they left."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
 import re
+import signal
 import stat
 import subprocess
 import threading
@@ -22,7 +24,9 @@ from pathlib import Path
 import early
 import httpx
 import pytest
-from e2e_harness import CLI, api_client, none_left, ours, project_folder
+from e2e_harness import CLI, api_client, free_port, none_left, ours, project_folder, wait_for
+
+from flows.server import start_server, wait_healthy
 
 pytestmark = pytest.mark.e2e
 
@@ -174,3 +178,40 @@ def test_a_killed_ci_run_leaves_no_server_behind(folder: tuple[Path, dict[str, s
         proc.kill()
         proc.wait()
     assert none_left(env) == []
+
+
+def test_a_server_killed_mid_run_costs_one_line_once_the_results_are_stored(
+    folder: tuple[Path, dict[str, str]],
+) -> None:
+    """The run's Prefect server is SIGKILLed while the run scores: every cell is stored anyway, so the run
+    prints one warning line and its summary, without a traceback, and exits 0 (the timeout guards a hang)."""
+    cwd, env = folder
+    rows = [{"id": f"q{i}", "input": f"Question {i}?", "output": "A fine answer."} for i in range(60)]
+    (cwd / "many.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    started = cwd / "started"
+    (cwd / "slow_target.py").write_text(
+        "import pathlib, time\n"
+        f"def answer(question):\n    pathlib.Path({str(started)!r}).touch()\n    time.sleep(0.1)\n"
+        "    return 'A fine answer.'\n")
+    port = free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    server = start_server("127.0.0.1", port, cwd / "server.log", {"PREFECT_HOME": env["PREFECT_HOME"]})
+    try:
+        wait_healthy(api_url, 180, server, cwd / "server.log")
+        proc = subprocess.Popen(
+            [CLI, "run", "many.jsonl", "-s", "tone-scorer", "--target", "slow_target:answer", "--concurrency", "2",
+             "--name", "killed-server"],
+            cwd=cwd, env={**env, "PREFECT_API_URL": api_url}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for("the run's first target call", lambda: started.exists(), timeout=120, every=0.1)
+        os.killpg(server.pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=240)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+    assert proc.returncode == 0, out + err
+    assert "Traceback" not in out + err and "EventsWorker" not in err and "Error logging to API" not in err, err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "went away; all 60 cells of run" in warnings[0], err
+    assert "tone-scorer" in out and "results in" in out, out  # the summary
+    assert len([line for line in err.splitlines() if line.strip() and "━" not in line]) <= 2, err
