@@ -20,11 +20,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from flows.server.processes import answers
+import httpx
 
 __all__ = ("ApiWatch", "watch_api", "keep_result", "lost_line", "abandon_prefect_workers")
 
 _POLL_S = 1.0
+_MISSES = 3
 
 
 @dataclass
@@ -33,6 +34,18 @@ class _Kept:
 
 
 _KEPT: contextvars.ContextVar[_Kept | None] = contextvars.ContextVar("evalduck_kept_result", default=None)
+
+
+def _gone(api_url: str) -> bool:
+    """Nothing listens at its address any more (connection refused): a server that is only slow or busy, as
+    a loaded SQLite server is for seconds, is not gone."""
+    try:
+        httpx.get(f"{api_url.rstrip('/')}/health", timeout=5.0)
+    except httpx.ConnectError:
+        return True
+    except httpx.HTTPError:
+        return False
+    return False
 
 
 def keep_result(result: Any) -> None:
@@ -61,8 +74,8 @@ class ApiWatch:
     kept: _Kept = field(default_factory=_Kept)
 
     def check(self) -> bool:
-        """True (and the loss handled) when the server does not answer now."""
-        if not self.lost.is_set() and not answers(self.api_url, timeout=2.0):
+        """True (and the loss handled) when the server does not answer now (or was found gone before)."""
+        if not self.lost.is_set() and _gone(self.api_url):
             self._on_loss()
         return self.lost.is_set()
 
@@ -80,8 +93,12 @@ class ApiWatch:
 
 
 def _poll(watch: ApiWatch, stop: threading.Event) -> None:
+    """Gone after ``_MISSES`` refused polls in a row."""
+    misses = 0
     while not stop.wait(_POLL_S):
-        if watch.check():
+        misses = misses + 1 if _gone(watch.api_url) else 0
+        if misses >= _MISSES:
+            watch.check()
             return
 
 

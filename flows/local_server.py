@@ -68,14 +68,32 @@ __all__ = (
 HOST = "127.0.0.1"
 
 
+def _answers_in_time(api_url: str, tries: int = 3) -> bool:
+    """Its health route answers: at once when nothing listens there, after ``tries`` slow tries when it hangs
+    (a busy server, e.g. several runs starting at once on a loaded machine, is slow for seconds and must not
+    be taken for a hung one and stopped)."""
+    return any(is_healthy(api_url, timeout=5.0) for _ in range(tries) if _listening(api_url))
+
+
+def _listening(api_url: str) -> bool:
+    import httpx
+
+    try:
+        url = httpx.URL(api_url)
+        with socket.create_connection((url.host, url.port or (443 if url.scheme == "https" else 80)), timeout=5.0):
+            return True
+    except (OSError, ValueError, httpx.InvalidURL):
+        return False
+
+
 def _ours_and_healthy(state: ServeState | None, auth: str | None) -> bool:
     """It answers; and a server evalduck started (a pid recorded) still runs and takes this folder's
     credentials (one that answers without them is not ours, or from before servers had them)."""
-    if state is None or not is_healthy(state.api_url, timeout=1.0):
+    if state is None or not _answers_in_time(state.api_url):
         return False
     if state.server_pid is None:  # a server `evalduck serve` was told to use (PREFECT_API_URL): its own settings
         return True
-    return is_alive(state.server_pid, "server") and auth is not None and authenticates(state.api_url, auth)
+    return is_alive(state.server_pid, "server") and auth is not None and authenticates(state.api_url, auth, 10.0)
 
 
 def recorded_server(state_dir: Path) -> ServeState | None:
