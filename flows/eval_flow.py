@@ -23,6 +23,7 @@ from prefect.settings import get_current_settings
 from scorers import JudgeTransport, Scorer, run_sync
 
 from flows.api_console import end_promptly, print_summary, shown_run
+from flows.api_watch import keep_result
 from flows.artifacts import ProgressArtifact, artifact_key
 from flows.config import DEFAULT_SCORERS, DEMO_CONFIG, EvalConfig, RunOptions, ScorerSpec, bind_options
 from flows.datasets import Dataset
@@ -86,7 +87,9 @@ def _execute(
         raise  # when stored, the results are all there; only the report after them failed
     logger.info("run %s: %s", plan.run_id, ", ".join(
         f"{r['scorer']}={'–' if r['mean'] is None else format(r['mean'], '.3f')}" for r in report[0]))
-    return eval_result(prepared, report, flow_run_id)
+    result = eval_result(prepared, report, flow_run_id)
+    keep_result(result)  # for the command, should the flow's end fail on a server that went away
+    return result
 
 
 # Ctrl-C; SIGTERM (Prefect turns it into TerminationSignal inside a flow run; the CLI outside one).

@@ -33,12 +33,19 @@ from flows.server import (
     DEFAULT_PORT,
     ServeError,
     ServeState,
+    authenticates,
     child_env,
+    client_auth,
     ensure_starter,
+    folder_auth,
     is_alive,
     is_healthy,
+    login_hint,
+    new_auth,
     prefect_home,
     read_state,
+    server_env,
+    server_lock,
     start_server,
     stop_server,
     stop_starter,
@@ -61,19 +68,45 @@ __all__ = (
 HOST = "127.0.0.1"
 
 
-def _ours_and_healthy(state: ServeState | None) -> bool:
-    if state is None or not is_healthy(state.api_url, timeout=1.0):
+def _answers_in_time(api_url: str, tries: int = 3) -> bool:
+    """Its health route answers: at once when nothing listens there, after ``tries`` slow tries when it hangs
+    (a busy server, e.g. several runs starting at once on a loaded machine, is slow for seconds and must not
+    be taken for a hung one and stopped)."""
+    return any(is_healthy(api_url, timeout=5.0) for _ in range(tries) if _listening(api_url))
+
+
+def _listening(api_url: str) -> bool:
+    import httpx
+
+    try:
+        url = httpx.URL(api_url)
+        with socket.create_connection((url.host, url.port or (443 if url.scheme == "https" else 80)), timeout=5.0):
+            return True
+    except (OSError, ValueError, httpx.InvalidURL):
         return False
-    return state.server_pid is None or is_alive(state.server_pid, "server")
+
+
+def _ours_and_healthy(state: ServeState | None, auth: str | None) -> bool:
+    """It answers; and a server evalduck started (a pid recorded) still runs and takes this folder's
+    credentials (one that answers without them is not ours, or from before servers had them)."""
+    if state is None or not _answers_in_time(state.api_url):
+        return False
+    if state.server_pid is None:  # a server `evalduck serve` was told to use (PREFECT_API_URL): its own settings
+        return True
+    return is_alive(state.server_pid, "server") and auth is not None and authenticates(state.api_url, auth, 10.0)
 
 
 def recorded_server(state_dir: Path) -> ServeState | None:
-    """The server this folder's state file names, when it answers; None otherwise (never raises)."""
+    """The server this folder's state file names, when it answers (with its credentials on ``auth`` when
+    evalduck started it); None otherwise (never raises)."""
     try:
         state = read_state(state_dir)
+        auth = folder_auth(state_dir, create=False)
     except ServeError:
         return None
-    return state if _ours_and_healthy(state) else None
+    if not _ours_and_healthy(state, auth) or state is None:
+        return None
+    return state.model_copy(update={"auth": auth if state.server_pid is not None else None})
 
 
 def _free_port(preferred: int = DEFAULT_PORT) -> int:
@@ -104,38 +137,42 @@ def _clear_stale(state_dir: Path, say: Callable[[str], None]) -> ServeState | No
     if state is not None and state.starter_pid is not None and not mine:
         stop_starter(state.starter_pid)
     if state is not None and state.server_pid is not None and is_alive(state.server_pid, "server"):
-        say(stop_server(state.server_pid) + " (it did not answer its health check)")
+        say(stop_server(state.server_pid) + " (it did not answer its health check, or not with this folder's "
+            "credentials)")
     (state_dir / "serve.json").unlink(missing_ok=True)
     return state if mine else None
 
 
 def local_server(state_dir: Path, say: Callable[[str], None], timeout: float = 180.0) -> ServeState:
-    """The folder's local server: the recorded one when it answers, else one started now and recorded;
-    with the folder's warm starter (started too when it is missing), for the runs that follow."""
-    state = recorded_server(state_dir)
-    if state is not None:
-        return ensure_starter(state_dir, state, after=os.getpid())
-    kept = _clear_stale(state_dir, say)
-    port = _free_port()
-    api_url = f"http://{HOST}:{port}/api"
-    log = state_dir / "server.log"
-    process = start_server(HOST, port, log)
-    state = ServeState(
-        api_url=api_url, ui_url=ui_url_for(api_url), server_pid=process.pid, project_dir=str(Path.cwd()),
-        prefect_home=prefect_home(), starter_pid=kept.starter_pid if kept else None,
-        starter_socket=kept.starter_socket if kept else None,
-    )
-    write_state(state_dir, state)
-    try:
-        wait_healthy(api_url, timeout, process, log)
-    except ServeError:
-        stop_server(process.pid)
-        (state_dir / "serve.json").unlink(missing_ok=True)
-        raise
-    state = ensure_starter(state_dir, state, after=os.getpid())
-    say(f"Started a local Prefect server for this folder at {state.ui_url} (pid {process.pid}), and a warm "
-        "starter for the next runs; later runs reuse both. `evalduck stop` ends them; --ephemeral runs "
-        "without them.")
+    """The folder's local server: the recorded one when it answers, else one started now (with this folder's
+    credentials) and recorded; with the folder's warm starter (started too when it is missing), for the runs
+    that follow. One process at a time: the first of several runs at once starts it, the others use it."""
+    with server_lock(state_dir, timeout + 60):
+        state = recorded_server(state_dir)
+        if state is not None:
+            return ensure_starter(state_dir, state, after=os.getpid())
+        kept = _clear_stale(state_dir, say)
+        auth = folder_auth(state_dir)
+        port = _free_port()
+        api_url = f"http://{HOST}:{port}/api"
+        log = state_dir / "server.log"
+        process = start_server(HOST, port, log, server_env(auth))
+        state = ServeState(
+            api_url=api_url, ui_url=ui_url_for(api_url), server_pid=process.pid, project_dir=str(Path.cwd()),
+            prefect_home=prefect_home(), starter_pid=kept.starter_pid if kept else None,
+            starter_socket=kept.starter_socket if kept else None, auth=auth,
+        )
+        write_state(state_dir, state)
+        try:
+            wait_healthy(api_url, timeout, process, log)
+        except ServeError:
+            stop_server(process.pid)
+            (state_dir / "serve.json").unlink(missing_ok=True)
+            raise
+        state = ensure_starter(state_dir, state, after=os.getpid())
+    say(f"Started a local Prefect server for this folder at {state.ui_url} (pid {process.pid}; "
+        f"{login_hint(state_dir)}), and a warm starter for the next runs; later runs reuse both. `evalduck stop` "
+        "ends them; --ephemeral runs without them.")
     return state
 
 
@@ -149,7 +186,7 @@ def reuse_recorded_server() -> Iterator[str | None]:
     if state is None:
         yield None
         return
-    with temporary_settings(updates={PREFECT_API_URL: state.api_url}):
+    with temporary_settings(updates={PREFECT_API_URL: state.api_url}), client_auth(state.auth):
         yield state.api_url
 
 
@@ -186,7 +223,8 @@ def run_scoped_server(timeout: float = 180.0) -> Iterator[str]:
     killed (Prefect's own one, orphaned by a killed run, ignored SIGTERM and held its port and database)."""
     port = _free_port(0)
     api_url = f"http://{HOST}:{port}/api"
-    env = child_env({"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"})
+    auth = new_auth()  # while it runs, other local users cannot use it either
+    env = child_env({"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", **server_env(auth)})
     env.pop("PREFECT_API_URL", None)
     with tempfile.TemporaryDirectory(prefix="evalduck-server-") as scratch:
         log = Path(scratch) / "server.log"
@@ -199,9 +237,12 @@ def run_scoped_server(timeout: float = 180.0) -> Iterator[str]:
             )
         try:
             wait_healthy(api_url, timeout, process, log)
-            yield api_url
+            with client_auth(auth):
+                try:
+                    yield api_url
+                finally:
+                    _drain_prefect_workers()
         finally:
-            _drain_prefect_workers()
             process.terminate()
             try:
                 process.wait(timeout=5)

@@ -98,10 +98,15 @@ def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tu
         project_state_dir,
         run_scoped_server,
     )
-    from flows.server import ServeError, configured_api_url
+    from flows.server import ServeError, answers, client_auth, configured_api_url
 
     configured = configured_api_url()
     if configured:
+        if not answers(configured):  # before the run: Prefect would retry for seconds, then fail in tracebacks
+            err.print(literal(("error:", "red"), " nothing answers at PREFECT_API_URL=", configured, " (from the "
+                              "environment or the active Prefect profile): start that server, or unset it to use "
+                              "this folder's local server; nothing was run", multiline=True))
+            raise typer.Exit(1)
         err.print(literal("Prefect: server ", configured, " (PREFECT_API_URL)", style="dim"))
         return configured, True, False
     try:
@@ -113,6 +118,7 @@ def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tu
         err.print(literal(("error:", "red"), " could not start a local Prefect server: ", str(exc), multiline=True))
         raise typer.Exit(1) from None
     err.print(literal("Prefect: server ", state.api_url, " (this folder's; UI at ", state.ui_url, ")", style="dim"))
+    stack.enter_context(client_auth(state.auth))  # its credentials (flows/server/credentials.py), for the run
     return state.api_url, True, True
 
 
@@ -254,6 +260,7 @@ def _config(ctx: typer.Context, values: dict[str, Any]) -> EvalConfig:
 
 def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemeral: bool) -> tuple[Any, str | None, bool]:
     """The run, on the server this folder's runs use; its errors as one line and an exit status."""
+    from flows.api_watch import lost_line, watch_api
     from flows.datasets import DatasetError
     from flows.engine import FailFast, MisconfiguredRun
     from flows.eval_flow import run_eval_config
@@ -266,8 +273,14 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
         api_url, lasting, ours = _server_for_run(err, ephemeral, stack)
         try:
             with (use_sink(RichProgress(err)), _api(api_url, lasting), heartbeat_settings(own_server=ours),
-                  sigterm_as_interrupt()):
-                return run_eval_config(config), api_url, lasting
+                  sigterm_as_interrupt(), watch_api(api_url) as watch):
+                try:
+                    return run_eval_config(config), api_url, lasting
+                except Exception:
+                    if watch.result is None or not watch.check():  # the results are not all stored, or it answers
+                        raise
+            err.print(literal(("warning:", "yellow"), " ", lost_line(api_url, watch.result), multiline=True))
+            return watch.result, api_url, False
         except KeyboardInterrupt as exc:  # the run recorded itself as cancelled and said how to resume
             raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
         except (DatasetError, TargetError, UnknownRunError) as exc:

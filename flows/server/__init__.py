@@ -4,15 +4,16 @@
 exercise the same start and stop paths a user does. Everything started here gets its own process group
 and is recorded by process id in a state file; `stop` ends only what that file names. state.py (the state
 file, environments, paths), processes.py (start, health, stop), pool.py (work pool, deployments),
-lifecycle.py (serve, stop).
+credentials.py (the basic auth of a server evalduck starts), lifecycle.py (serve, stop).
 """
 
 from __future__ import annotations
 
-from flows.server import lifecycle, pool, processes, state
+from flows.server import credentials, lifecycle, pool, processes, state
+from flows.server.credentials import *  # noqa: F403
 from flows.server.lifecycle import *  # noqa: F403 - the package's names are its modules' names
 from flows.server.pool import *  # noqa: F403
 from flows.server.processes import *  # noqa: F403
 from flows.server.state import *  # noqa: F403
 
-__all__ = (*state.__all__, *processes.__all__, *pool.__all__, *lifecycle.__all__)
+__all__ = (*state.__all__, *credentials.__all__, *processes.__all__, *pool.__all__, *lifecycle.__all__)

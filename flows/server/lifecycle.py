@@ -14,6 +14,7 @@ from flows.folder import STATE_DIR_ENV
 from flows.settings import CACHE_DIR_ENV, DB_ENV
 
 
+from flows.server.credentials import authenticates, client_auth, client_env, folder_auth, login_hint, server_env
 from flows.server.pool import (
     deploy_all,
     ensure_work_pool,
@@ -39,6 +40,7 @@ from flows.server.state import (
     prefect_home,
     read_state,
     state_path,
+    server_lock,
     write_state,
 )
 
@@ -74,17 +76,25 @@ def worker_env(options: ServeOptions) -> dict[str, str]:
     return {DB_ENV: str(options.db_path), CACHE_DIR_ENV: str(options.cache_dir), STATE_DIR_ENV: str(options.state_dir)}
 
 
-def _reusable(state: ServeState | None) -> bool:
+def _ours(state: ServeState, auth: str | None) -> bool:
+    """A server of the record that is ours: alive, and taking this folder's credentials (one that answers
+    without them is from before servers had them, or not ours)."""
+    return (state.server_pid is not None and is_alive(state.server_pid, "server") and auth is not None
+            and authenticates(state.api_url, auth))
+
+
+def _reusable(state: ServeState | None, auth: str | None) -> bool:
     return (
         state is not None
         and state.worker_pid is not None
         and is_alive(state.worker_pid, "worker")
         and is_healthy(state.api_url)
+        and (state.server_pid is None or _ours(state, auth))
     )
 
 
 def _ensure_server(
-    options: ServeOptions, previous: ServeState | None, say: Callable[[str], None]
+    options: ServeOptions, previous: ServeState | None, auth: str | None, say: Callable[[str], None]
 ) -> tuple[str, int | None]:
     """The API URL to use and the pid of the server when it is ours to stop."""
     if options.api_url:
@@ -95,21 +105,22 @@ def _ensure_server(
             )
         say(f"Using the Prefect server at {options.api_url} (PREFECT_API_URL); it will not be stopped by `stop`.")
         return options.api_url, None
-    if previous is not None and previous.server_pid is not None and is_alive(previous.server_pid, "server") \
-            and is_healthy(previous.api_url):  # e.g. the one `evalduck run` started for this folder
+    assert auth is not None
+    if previous is not None and _ours(previous, auth):  # e.g. the one `evalduck run` started for this folder
         say(f"Prefect server already running at {previous.api_url} (pid {previous.server_pid}).")
         return previous.api_url, previous.server_pid
+    if previous is not None and previous.server_pid is not None and is_alive(previous.server_pid, "server"):
+        say(stop_server(previous.server_pid) + " (it did not take this folder's credentials)")
     api_url = f"http://{options.host}:{options.port}/api"
     if is_healthy(api_url):
-        ours = previous.server_pid if previous is not None and previous.api_url == api_url else None
-        if ours is not None and is_alive(ours, "server"):
-            say(f"Prefect server already running at {api_url} (pid {ours}).")
-            return api_url, ours
-        say(f"A Prefect server already answers at {api_url}; using it (it will not be stopped by `stop`).")
-        return api_url, None
+        # Never adopted: its worker would run what anyone who can reach it asks for, as this user.
+        raise ServeError(
+            f"another Prefect server, not this folder's, answers at {api_url}: pick another --port (EVALDUCK_PORT), "
+            "or to use that server set PREFECT_API_URL to it (with PREFECT_API_AUTH_STRING if it has basic auth)"
+        )
     log = options.state_dir / "server.log"
     say(f"Starting the Prefect server on {options.host}:{options.port} (log: {log}) ...")
-    process = start_server(options.host, options.port, log, options.extra_env)
+    process = start_server(options.host, options.port, log, {**options.extra_env, **server_env(auth)})
     write_state(options.state_dir, _state(options, api_url, process.pid, None))
     started = time.monotonic()
     wait_healthy(api_url, options.health_timeout, process, log)
@@ -133,32 +144,43 @@ def serve(options: ServeOptions, say: Callable[[str], None] = print) -> ServeSta
 
     Idempotent: with a live worker and a healthy server recorded in the state file it only says so.
     """
+    with server_lock(options.state_dir, options.health_timeout + 300):  # not while a run starts the server
+        return _serve(options, say)
+
+
+def _serve(options: ServeOptions, say: Callable[[str], None]) -> ServeState:
     previous = read_state(options.state_dir)
-    if _reusable(previous) and previous is not None:
-        say(f"evalduck is already serving: worker pid {previous.worker_pid}, UI at {previous.ui_url}")
+    # The credentials of a server started for this folder; a server the user names keeps its own settings.
+    auth = None if options.api_url else folder_auth(options.state_dir)
+    hint = "" if auth is None else f" ({login_hint(options.state_dir)})"
+    if _reusable(previous, auth) and previous is not None:
+        say(f"evalduck is already serving: worker pid {previous.worker_pid}, UI at {previous.ui_url}{hint}")
         return ensure_starter(options.state_dir, previous, options.extra_env)
     if previous is not None and previous.worker_pid is not None and is_alive(previous.worker_pid, "worker"):
         # Its server is gone; a fresh worker is started below, so this one must not be left orphaned.
         say(stop_worker(previous.worker_pid))
-    api_url, server_pid = _ensure_server(options, previous, say)
-    if ensure_work_pool(api_url):
-        say(f"Created the process work pool '{WORK_POOL}'.")
+    api_url, server_pid = _ensure_server(options, previous, auth, say)
+    clients = {**options.extra_env, **client_env(auth)}
+    with client_auth(auth):
+        if ensure_work_pool(api_url):
+            say(f"Created the process work pool '{WORK_POOL}'.")
     deploy_log = options.state_dir / "deploy.log"
-    output = deploy_all(options.project_dir, api_url, deploy_log, options.prefect_file, options.extra_env)
+    output = deploy_all(options.project_dir, api_url, deploy_log, options.prefect_file, clients)
     deployed = [line.split("'")[1] for line in output.splitlines() if "Deployment '" in line]
     say(f"Deployed {', '.join(deployed) or 'prefect.yaml'} (log: {deploy_log}).")
     worker_log = options.state_dir / "worker.log"
     # Two seconds of slack for the clock of a remote server.
     since = datetime.now(UTC) - timedelta(seconds=2)
-    worker = start_worker(api_url, options.project_dir, worker_log, {**options.extra_env, **worker_env(options)})
-    state = _state(options, api_url, server_pid, worker.pid)
+    worker = start_worker(api_url, options.project_dir, worker_log, {**clients, **worker_env(options)})
+    state = _state(options, api_url, server_pid, worker.pid).model_copy(update={"auth": auth})
     if previous is not None:  # a warm starter a run started for this folder serves the worker's runs too
         state = state.model_copy(update={"starter_pid": previous.starter_pid, "starter_socket": previous.starter_socket})
     write_state(options.state_dir, state)
     state = ensure_starter(options.state_dir, state, options.extra_env)
-    wait_worker_online(api_url, worker, worker_log, since)
+    with client_auth(auth):
+        wait_worker_online(api_url, worker, worker_log, since)
     say(f"Worker online on pool '{WORK_POOL}' (pid {worker.pid}, log: {worker_log}); results go to {options.db_path}.")
-    say(f"Prefect UI: {state.ui_url}")
+    say(f"Prefect UI: {state.ui_url}{hint}")
     return state
 
 

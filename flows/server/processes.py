@@ -26,6 +26,7 @@ from flows.server.state import (
 
 __all__ = (
     "is_healthy",
+    "answers",
     "wait_healthy",
     "start_server",
     "start_starter",
@@ -44,6 +45,16 @@ def is_healthy(api_url: str, timeout: float = 2.0) -> bool:
         return httpx.get(f"{api_url}/health", timeout=timeout).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def answers(api_url: str, timeout: float = 5.0) -> bool:
+    """True when anything answers HTTP at `api_url` (a server behind a proxy that wants credentials for its
+    health route too); False when nothing listens there or it does not answer within `timeout`."""
+    try:
+        httpx.get(f"{api_url.rstrip('/')}/health", timeout=timeout)
+    except httpx.HTTPError:
+        return False
+    return True
 
 
 def wait_healthy(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,6 +25,7 @@ __all__ = (
     "state_path",
     "read_state",
     "write_state",
+    "server_lock",
     "prefect_executable",
     "prefect_home",
     "configured_api_url",
@@ -57,6 +61,8 @@ class ServeState(BaseModel):
     project_dir: str
     prefect_home: str | None = Field(None, description="the server's PREFECT_HOME (its database)")
     started_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    auth: str | None = Field(None, exclude=True, repr=False, description="the basic auth its clients send, when "
+                             "evalduck started it (flows/server/credentials.py); never written to the file")
 
 
 def state_path(state_dir: Path) -> Path:
@@ -77,8 +83,35 @@ def read_state(state_dir: Path) -> ServeState | None:
 
 
 def write_state(state_dir: Path, state: ServeState) -> None:
+    """Written whole (a temporary file renamed over it): a reader never sees half a record."""
     state_dir.mkdir(parents=True, exist_ok=True)
-    state_path(state_dir).write_text(state.model_dump_json(indent=2) + "\n")
+    path = state_path(state_dir)
+    scratch = path.with_name(f".{path.name}.{os.getpid()}")
+    scratch.write_text(state.model_dump_json(indent=2) + "\n")
+    os.replace(scratch, path)
+
+
+@contextlib.contextmanager
+def server_lock(state_dir: Path, timeout: float) -> Iterator[None]:
+    """Around choosing or starting the folder's server: one process at a time (``server.lock`` in the state
+    folder), so that of several first runs at once one starts the server and the others wait for it and
+    use it; ServeError after ``timeout`` seconds of waiting."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state_dir / "server.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ServeError(f"another evalduck process held {state_dir / 'server.lock'} for over "
+                                     f"{timeout:.0f} s (starting this folder's Prefect server?)") from None
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)
 
 
 def prefect_executable() -> str:

@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import early
-import httpx
 import pytest
-from e2e_harness import REPO, PrefectApi, Stack, free_port, project_folder, short_interval_prefect_yaml
+from e2e_harness import REPO, PrefectApi, Stack, api_client, free_port, project_folder, short_interval_prefect_yaml
 
 from flows.server import ServeOptions, ServeState, stop
 
@@ -86,7 +85,7 @@ def _start_stack(context: early.Context) -> tuple[ServeOptions, ServeState]:
 @pytest.fixture(scope="session")
 def stack() -> Iterator[Stack]:
     options, state = early.result("stack")
-    with httpx.Client(base_url=state.api_url, timeout=30) as client:
+    with api_client(state.api_url, options.state_dir) as client:  # the server's credentials: the API wants them
         yield Stack(state=state, options=options, api=PrefectApi(client))
 
 

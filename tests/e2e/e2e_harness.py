@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import httpx
 import yaml
 
-from flows.server import ServeOptions, ServeState
+from flows.server import ServeOptions, ServeState, folder_auth
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("evalduck"))
@@ -107,6 +107,35 @@ class PrefectApi:
         return wait_for(f"flow run {flow_run_id} to finish", finished, timeout, every=0.5)
 
 
+def api_auth(state_dir: Path) -> str:
+    """The ``user:password`` of the server evalduck started for this state folder (flows/server/credentials.py)."""
+    auth = folder_auth(state_dir, create=False)
+    assert auth is not None, f"no credentials in {state_dir}"
+    return auth
+
+
+def api_client(api_url: str, state_dir: Path) -> httpx.Client:
+    """An HTTP client of that server's API, logged in with its credentials."""
+    user, password = api_auth(state_dir).split(":", 1)
+    return httpx.Client(base_url=api_url, timeout=30, auth=httpx.BasicAuth(user, password))
+
+
+def log_in(page: Any, auth: str) -> bool:
+    """If the UI page shows its login prompt, log in once as a user does: paste the string, click Login
+    (the UI keeps it in the browser's storage, so the other pages of that browser need no login); True
+    when it did."""
+    from playwright.sync_api import expect
+
+    prompt = page.get_by_placeholder("admin:pass")
+    expect(prompt.or_(page.get_by_role("link").first)).to_be_visible(timeout=60_000)
+    if prompt.is_visible():
+        prompt.fill(auth)
+        page.get_by_role("button", name="Login").click()
+        expect(prompt).to_have_count(0, timeout=30_000)
+        return True
+    return False
+
+
 @dataclass
 class Stack:
     state: ServeState
@@ -116,6 +145,10 @@ class Stack:
     @property
     def db_path(self) -> Path:
         return self.options.db_path
+
+    @property
+    def auth(self) -> str:
+        return api_auth(self.options.state_dir)
 
     def worker_log(self) -> str:
         return (self.options.state_dir / "worker.log").read_text(errors="replace")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from e2e_harness import SMOKE_INTERVAL_S, Stack, jsonl, wait_for
 from prefect.client.schemas.objects import State
-from prefect.settings import PREFECT_API_URL, temporary_settings
+from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
 from flows.config import EvalConfig, ScorerSpec
 from flows.regression_flow import regression_check
@@ -127,7 +127,7 @@ def test_regression_check_fails_the_flow_run(stack: Stack, tmp_path: Path) -> No
             dataset=str(dataset), scorers=[ScorerSpec(id="textual-difference-scorer")], name="e2e-regression",
             db=str(tmp_path / "regression.duckdb"), cache_dir=str(tmp_path / "cache"),
         )
-        with temporary_settings({PREFECT_API_URL: stack.state.api_url}):
+        with temporary_settings({PREFECT_API_URL: stack.state.api_url, PREFECT_API_AUTH_STRING: stack.auth}):
             state: State = regression_check(config, return_state=True)
         return state
 

@@ -8,16 +8,25 @@ their tests check what they left."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
+import os
+import re
+import signal
+import stat
 import subprocess
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import early
+import httpx
 import pytest
-from e2e_harness import CLI, none_left, ours, project_folder
+from e2e_harness import CLI, api_client, free_port, none_left, ours, project_folder, wait_for
+
+from flows.server import start_server, wait_healthy
 
 pytestmark = pytest.mark.e2e
 
@@ -69,6 +78,65 @@ def _ci_run(context: early.Context) -> tuple[dict[str, str], subprocess.Complete
     return env, proc, (cwd / ".evalduck" / "serve.json").exists()
 
 
+@early.job("first_runs_at_once")
+def _first_runs_at_once(context: early.Context) -> tuple[Path, dict[str, str], list[tuple[int, str, str]]]:
+    """Four first runs at once in a fresh folder (no server yet), as `evalduck run a & evalduck run b & ...`."""
+    cwd, env = context.enter(project_folder(context.root, context.env))
+    procs = [subprocess.Popen([CLI, "run", "data.jsonl", "-s", "tone-scorer", "--name", f"at-once-{i}"], cwd=cwd,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(4)]
+    done = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        done.append((proc.returncode, out, err))
+    return cwd, env, done
+
+
+@pytest.fixture
+def first_runs_at_once() -> tuple[Path, dict[str, str], list[tuple[int, str, str]]]:
+    return early.result("first_runs_at_once")  # type: ignore[no-any-return]
+
+
+def test_first_runs_at_once_share_one_server(
+    first_runs_at_once: tuple[Path, dict[str, str], list[tuple[int, str, str]]],
+) -> None:
+    """The first to get the folder's lock starts its server; the others wait for it and record to it."""
+    cwd, env, done = first_runs_at_once
+    for code, out, err in done:
+        assert code == 0, out + err
+    recorded = state(cwd)
+    servers = [pid for pid in ours(env) if b"server\0start" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert servers == [recorded["server_pid"]]
+    assert sum("Started a local Prefect server" in err for _, _, err in done) == 1
+    flow_runs = [re.search(r"flow run: (\S+)/runs/flow-run/([0-9a-f-]{36})", out) for _, out, _ in done]
+    assert all(found is not None and found[1] == recorded["ui_url"] for found in flow_runs), [o for _, o, _ in done]
+    with api_client(str(recorded["api_url"]), cwd / ".evalduck") as api:
+        for found in flow_runs:
+            assert found is not None
+            assert api.get(f"/flow_runs/{found[2]}").json()["state_type"] == "COMPLETED"
+
+
+def test_the_folder_server_wants_its_credentials(
+    first_runs_at_once: tuple[Path, dict[str, str], list[tuple[int, str, str]]],
+) -> None:
+    """Another local user cannot read or create runs on the folder's server (its worker would run them as
+    this user); the credentials are in a file only this user can read."""
+    cwd, _, _ = first_runs_at_once
+    api_url = str(state(cwd)["api_url"])
+    private = cwd / ".evalduck" / "private"
+    assert stat.S_IMODE(private.stat().st_mode) == 0o700 and private.stat().st_uid == os.getuid()
+    assert stat.S_IMODE((private / "prefect-auth").stat().st_mode) == 0o600
+    assert httpx.get(f"{api_url}/health").status_code == 200  # open, for health checks
+    anyone = httpx.post(f"{api_url}/deployments/filter", json={})
+    assert anyone.status_code == 401
+    create = httpx.post(f"{api_url}/deployments/{uuid.uuid4()}/create_flow_run",
+                        json={"parameters": {"config": {"target": "os:system"}}})
+    assert create.status_code == 401
+    wrong = httpx.post(f"{api_url}/flow_runs/filter", json={}, auth=("evalduck", "guess"))
+    assert wrong.status_code == 401
+    with api_client(api_url, cwd / ".evalduck") as api:
+        assert api.post("/flow_runs/filter", json={}).status_code == 200
+
+
 @pytest.fixture
 def stale_record_run() -> tuple[Path, dict[str, str], str, int]:
     return early.result("stale_record_run")  # type: ignore[no-any-return]
@@ -110,3 +178,40 @@ def test_a_killed_ci_run_leaves_no_server_behind(folder: tuple[Path, dict[str, s
         proc.kill()
         proc.wait()
     assert none_left(env) == []
+
+
+def test_a_server_killed_mid_run_costs_one_line_once_the_results_are_stored(
+    folder: tuple[Path, dict[str, str]],
+) -> None:
+    """The run's Prefect server is SIGKILLed while the run scores: every cell is stored anyway, so the run
+    prints one warning line and its summary, without a traceback, and exits 0 (the timeout guards a hang)."""
+    cwd, env = folder
+    rows = [{"id": f"q{i}", "input": f"Question {i}?", "output": "A fine answer."} for i in range(60)]
+    (cwd / "many.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    started = cwd / "started"
+    (cwd / "slow_target.py").write_text(
+        "import pathlib, time\n"
+        f"def answer(question):\n    pathlib.Path({str(started)!r}).touch()\n    time.sleep(0.1)\n"
+        "    return 'A fine answer.'\n")
+    port = free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    server = start_server("127.0.0.1", port, cwd / "server.log", {"PREFECT_HOME": env["PREFECT_HOME"]})
+    try:
+        wait_healthy(api_url, 180, server, cwd / "server.log")
+        proc = subprocess.Popen(
+            [CLI, "run", "many.jsonl", "-s", "tone-scorer", "--target", "slow_target:answer", "--concurrency", "2",
+             "--name", "killed-server"],
+            cwd=cwd, env={**env, "PREFECT_API_URL": api_url}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for("the run's first target call", lambda: started.exists(), timeout=120, every=0.1)
+        os.killpg(server.pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=240)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+    assert proc.returncode == 0, out + err
+    assert "Traceback" not in out + err and "EventsWorker" not in err and "Error logging to API" not in err, err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "went away; all 60 cells of run" in warnings[0], err
+    assert "tone-scorer" in out and "results in" in out, out  # the summary
+    assert len([line for line in err.splitlines() if line.strip() and "━" not in line]) <= 2, err

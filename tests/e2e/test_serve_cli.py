@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import http.server
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
-from e2e_harness import Stack
+from e2e_harness import REPO, Stack
 
 pytestmark = pytest.mark.e2e
 
@@ -49,3 +51,32 @@ def test_a_foreign_state_file_is_reported_not_trusted(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "is not a state file written by `evalduck serve`" in done.stdout
     assert (state / "serve.json").exists()
+
+
+def test_serve_never_adopts_a_server_that_is_not_this_folders(tmp_path: Path) -> None:
+    """Something answers /health on the port `serve` would use: refused (its worker would run what anyone who
+    can reach that server asks for), nothing started, the way to use it named."""
+    stranger = http.server.HTTPServer(("127.0.0.1", 0), _AnswersAnything)
+    threading.Thread(target=stranger.serve_forever, daemon=True).start()
+    try:
+        port = stranger.server_address[1]
+        state = tmp_path / "state"
+        done = evalduck("serve", "--state-dir", str(state), "--port", str(port), cwd=REPO)
+    finally:
+        stranger.shutdown()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"another Prefect server, not this folder's, answers at http://127.0.0.1:{port}/api" in done.stdout
+    assert "PREFECT_API_URL" in done.stdout and "--port" in done.stdout
+    assert not (state / "serve.json").exists() and not (state / "worker.log").exists()
+
+
+class _AnswersAnything(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"true")
+
+    do_POST = do_GET  # noqa: N815
+
+    def log_message(self, *args: object) -> None:
+        pass

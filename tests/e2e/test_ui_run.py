@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from e2e_harness import Stack, wait_for
+from e2e_harness import Stack, log_in, wait_for
 
 from flows.store import Store
 
@@ -75,6 +75,8 @@ def open_deployment_page(page: object, stack: Stack, deployment: dict[str, Any])
     announced = stack.api.client.get(f"{stack.state.ui_url}/ui-settings").json()["api_url"]
     assert announced == stack.state.api_url, "the UI would call another server (see PREFECT_SERVER_API_PORT)"
     page.goto(f"{stack.state.ui_url}/v2/deployments/deployment/{deployment['id']}")
+    if log_in(page, stack.auth):  # the server has basic auth: the UI asked for its string first
+        page.goto(f"{stack.state.ui_url}/v2/deployments/deployment/{deployment['id']}")
     flow = stack.api.get(f"/flows/{deployment['flow_id']}")
     expect(page.get_by_role("link", name=flow["name"], exact=True).first).to_be_visible(timeout=60_000)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import early
 import pytest
-from e2e_harness import CLI, ROWS, none_left, ours, project_folder, wait_for
+from e2e_harness import CLI, ROWS, api_auth, none_left, ours, project_folder, wait_for
 
 from flows.warm.wire import socket_path
 
@@ -164,7 +164,8 @@ def test_in_ci_runs_never_use_the_starter(warm_folder: tuple[Path, dict[str, str
     # CI only: --ephemeral and EVALDUCK_EPHEMERAL=1 take the same branch of flows.launch (flows.folder.ephemeral).
     # The run records to the folder's server through PREFECT_API_URL, which flows.launch does not read, so it
     # starts no temporary server of its own (test_local_server.py proves a CI run's temporary server).
-    pid, proc = run(cwd, {**env, "CI": "true", "PREFECT_API_URL": str(record(cwd)["api_url"])})
+    pid, proc = run(cwd, {**env, "CI": "true", "PREFECT_API_URL": str(record(cwd)["api_url"]),
+                          "PREFECT_API_AUTH_STRING": api_auth(cwd / ".evalduck")})  # a named server: its credentials
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert where(cwd)[-1]["pid"] == pid
 
