@@ -192,8 +192,13 @@ def test_custom_run_form_shows_the_common_fields_and_runs_with_an_advanced_optio
     concurrency.fill("2")
     page.get_by_role("textbox", name=re.compile(r"^Eval name")).fill("e2e-ui-custom")
     page.get_by_role("button", name="Submit", exact=True).click()
-    created = wait_for("the custom run", lambda: [r for r in stack.api.flow_runs(deployment["id"]) if r["id"] not in before],
-                       timeout=30, every=0.5)
+    try:  # the page checks the parameters with the server, then creates the run: seconds on a loaded machine
+        created = wait_for("the custom run",
+                           lambda: [r for r in stack.api.flow_runs(deployment["id"]) if r["id"] not in before],
+                           timeout=90, every=0.5)
+    except AssertionError as exc:  # what the page said instead (a refusal is shown as a message or a toast)
+        page.screenshot(path=str(tmp_path / "ui-custom-run-submitted.png"), full_page=True)
+        raise AssertionError(f"{exc}; the page at {page.url} reads:\n{page.locator('body').inner_text()[-2000:]}") from exc
     (run,) = created
     assert run["parameters"]["config"]["advanced"]["concurrency"] == 2, run["parameters"]
     finished = stack.api.wait_terminal(run["id"])

@@ -103,7 +103,8 @@ def test_the_command_sends_nothing_to_another_users_listener(tmp_path: Path) -> 
     state.mkdir()
     (state / "serve.json").write_text(json.dumps({"starter_socket": str(sock)}))
     env = {**os.environ, **QUIET, "EVALDUCK_STATE_DIR": str(state), "OPENAI_API_KEY": "secret"}
-    env.pop("EVALDUCK_EPHEMERAL")  # the suite sets it (tests/conftest.py); a user has not
+    for key in ("CI", "EVALDUCK_EPHEMERAL"):  # the suite sets the one (tests/conftest.py), CI the other
+        env.pop(key, None)                    # (a CI run never asks a starter); a user at a terminal has neither
     with impostor(sock, "starter") as seen:
         done = subprocess.run([CLI, "run", "missing.jsonl", "-s", "tone-scorer"], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=120)
