@@ -122,6 +122,14 @@ def _imported(module: str, source: bytes) -> set[str]:
 
 
 @cache
+def _parsed(module: str) -> tuple[bytes, frozenset[str]] | None:
+    """``module``'s source and the ``scorers`` modules it imports, read once per process: the scorers of a run
+    share most of their closure (the core modules), which is then parsed once, not once per scorer."""
+    source = _read_source(module)
+    return None if source is None else (source, frozenset(_imported(module, source)))
+
+
+@cache
 def source_digest(module: str) -> str | None:
     """sha256 over the source of ``module`` and of every ``scorers`` module its code imports, transitively
     (found by reading the source, not by running it; computed once per process): a prebuilt scorer's steps
@@ -136,11 +144,11 @@ def source_digest(module: str) -> str | None:
         name = todo.pop()
         if name in seen:
             continue
-        source = _read_source(name)
-        if source is None:
+        read = _parsed(name)
+        if read is None:
             return None
-        seen[name] = source
-        todo.extend(_imported(name, source) - seen.keys())
+        seen[name], imports = read
+        todo.extend(imports - seen.keys())
     digest = hashlib.sha256()
     for name in sorted(seen):
         digest.update(f"{name}\0{len(seen[name])}\0".encode())

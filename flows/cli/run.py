@@ -88,17 +88,18 @@ _PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt",
                    "target_timeout_s": "target_timeout", "judge_timeout_s": "judge_timeout"}
 
 
-def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tuple[str, bool, bool]:
+def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tuple[str, bool, bool, str | None]:
     """The API URL of the server this run records to (see flows/local_server.py for the order), whether it
-    outlives the run (so its flow run page is worth printing) and whether evalduck started it (no heartbeats
-    there, flows/runtime.py); says which in one line."""
+    outlives the run (so its flow run page is worth printing), whether evalduck started it (no heartbeats
+    there, flows/runtime.py) and the folder server's credentials (flows/server/credentials.py), for ``_api``;
+    says which in one line."""
     from flows.local_server import (
         ephemeral,
         local_server,
         project_state_dir,
         run_scoped_server,
     )
-    from flows.server import ServeError, answers, client_auth, configured_api_url
+    from flows.server import ServeError, answers, configured_api_url
 
     configured = configured_api_url()
     if configured:
@@ -108,27 +109,28 @@ def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tu
                               "this folder's local server; nothing was run", multiline=True))
             raise typer.Exit(1)
         err.print(literal("Prefect: server ", configured, " (PREFECT_API_URL)", style="dim"))
-        return configured, True, False
+        return configured, True, False, None
     try:
         if ephemeral(flag):
             err.print("[dim]Prefect: a temporary server for this run (--ephemeral, EVALDUCK_EPHEMERAL or CI)[/dim]")
-            return stack.enter_context(run_scoped_server()), False, True
+            return stack.enter_context(run_scoped_server()), False, True, None
         state = local_server(project_state_dir(), say=lambda line: err.print(literal(line, multiline=True)))
     except ServeError as exc:
         err.print(literal(("error:", "red"), " could not start a local Prefect server: ", str(exc), multiline=True))
         raise typer.Exit(1) from None
     err.print(literal("Prefect: server ", state.api_url, " (this folder's; UI at ", state.ui_url, ")", style="dim"))
-    stack.enter_context(client_auth(state.auth))  # its credentials (flows/server/credentials.py), for the run
-    return state.api_url, True, True
+    return state.api_url, True, True, state.auth
 
 
-def _api(api_url: str, lasting: bool) -> Any:
-    """Prefect's settings pointed at ``api_url`` for the run (environment changes after Prefect's import
-    are not seen). A server that ends with the run (``lasting`` false: --ephemeral, CI) has no UI and is gone
-    when its report is read, so the UI URL is left empty: the report shows the flow run's id, not a dead link."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
+def _api(api_url: str, lasting: bool, auth: str | None = None) -> Any:
+    """Prefect's settings pointed at ``api_url`` for the run, with ``auth`` as its credentials when given
+    (environment changes after Prefect's import are not seen; one ``temporary_settings``: each costs ~0.1 s).
+    A server that ends with the run (``lasting`` false: --ephemeral, CI) has no UI and is gone when its report
+    is read, so the UI URL is left empty: the report shows the flow run's id, not a dead link."""
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
 
-    return temporary_settings(updates={PREFECT_API_URL: api_url, **({} if lasting else {PREFECT_UI_URL: ""})})
+    return temporary_settings(updates={PREFECT_API_URL: api_url, **({} if lasting else {PREFECT_UI_URL: ""}),
+                                       **({PREFECT_API_AUTH_STRING: auth} if auth else {})})
 
 
 @app.command()
@@ -270,9 +272,9 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
     from flows.targets import TargetError
 
     with contextlib.ExitStack() as stack:
-        api_url, lasting, ours = _server_for_run(err, ephemeral, stack)
+        api_url, lasting, ours, auth = _server_for_run(err, ephemeral, stack)
         try:
-            with (use_sink(RichProgress(err)), _api(api_url, lasting), heartbeat_settings(own_server=ours),
+            with (use_sink(RichProgress(err)), _api(api_url, lasting, auth), heartbeat_settings(own_server=ours),
                   sigterm_as_interrupt(), watch_api(api_url) as watch):
                 try:
                     return run_eval_config(config), api_url, lasting

@@ -101,9 +101,10 @@ def authenticates(api_url: str, auth: str, timeout: float = 2.0) -> bool:
     url = f"{api_url.rstrip('/')}/admin/version"
     token = base64.b64encode(auth.encode()).decode()
     try:
-        if httpx.get(url, timeout=timeout).status_code != 401:
-            return False
-        return httpx.get(url, headers={"Authorization": f"Basic {token}"}, timeout=timeout).status_code == 200
+        with httpx.Client(timeout=timeout) as client:  # one connection for both requests
+            if client.get(url).status_code != 401:
+                return False
+            return client.get(url, headers={"Authorization": f"Basic {token}"}).status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -375,8 +375,14 @@ def _preload() -> None:
     for name in PRELOADS:
         importlib.import_module(name)
     from flows.warm.child import remember_settings
+    from scorers import PREBUILT
+    from scorers._cache_key import source_digest
 
     remember_settings()
+    # The prebuilt scorers' code digests (cache keys): read and parsed here once, not in every run. A child
+    # inherits them only while the code is the starter's own (an edit changes code_fingerprint: refused).
+    for entry in PREBUILT.values():
+        source_digest(entry.factory.__module__)
     _log(f"preloaded {len(PRELOADS)} modules in {time.monotonic() - started:.1f} s")
 
 

@@ -123,6 +123,10 @@ def test_a_prebuilt_scorers_keys_follow_its_code(monkeypatch: pytest.MonkeyPatch
     read = _cache_key._read_source
     before = _tone_keys()
 
+    def forget() -> None:  # what this process read of the sources, read again
+        _cache_key.source_digest.cache_clear()
+        _cache_key._parsed.cache_clear()
+
     def edited(name: str) -> Any:
         def reader(module: str) -> bytes | None:
             source = read(module)
@@ -132,11 +136,11 @@ def test_a_prebuilt_scorers_keys_follow_its_code(monkeypatch: pytest.MonkeyPatch
     for module, changes in [("scorers.prebuilt.tone", True), ("scorers.prebuilt._code", True),
                             ("scorers._messages", True), ("scorers.prebuilt.bias", False)]:
         monkeypatch.setattr(_cache_key, "_read_source", edited(module))
-        _cache_key.source_digest.cache_clear()
+        forget()
         after = _tone_keys()
         assert all((after[step] != before[step]) is changes for step in before), module
         monkeypatch.setattr(_cache_key, "_read_source", read)
-        _cache_key.source_digest.cache_clear()
+        forget()
         assert _tone_keys() == before  # reverted: the cached results are found again
     custom = scorers.create_scorer("mine", generate_score=lambda ctx: 1.0)
     assert "code" not in custom.step("generate_score").key_components(custom.context_for("generate_score", RUN))
