@@ -18,8 +18,8 @@ import time
 
 _SCRIPT = """\
 import sys, time
-from flows import run_evals
-import flows
+from evalduck.flows import run_evals
+from evalduck import flows
 rows = [{"id": f"i{n}", "input": "q", "output": "Great, thanks a lot!" if n % 2 else "This is awful."} for n in range(7)]
 run_evals(rows, scorers=["tone-scorer"], db="evals.duckdb", report=False)
 sys.stderr.write(f"CODE={flows.__file__}\\nLAST={time.time()}\\n")

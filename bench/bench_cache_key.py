@@ -18,15 +18,15 @@ import sys
 import time
 from typing import Any
 
-import scorers
-from scorers import (
+from evalduck import scorers
+from evalduck.scorers import (
     ScorerInput,
     StepContext,
     create_answer_relevancy_scorer,
     create_textual_difference_scorer,
     create_tone_scorer,
 )
-from scorers._context import STEP_ORDER
+from evalduck.scorers._context import STEP_ORDER
 
 
 def _row(i: int) -> dict[str, str]:

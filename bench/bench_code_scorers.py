@@ -15,7 +15,7 @@ import statistics
 import time
 from typing import Any
 
-from scorers import PREBUILT, ScorerInput
+from evalduck.scorers import PREBUILT, ScorerInput
 
 SCORERS: list[tuple[str, dict[str, Any] | None]] = [
     ("tone-scorer", None), ("textual-difference-scorer", None), ("completeness-scorer", None),

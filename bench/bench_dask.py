@@ -46,7 +46,7 @@ def _workers_cpu(address: str | None) -> float:
 
 
 def _one(runner: str, address: str | None, concurrency: int, server: Any, workdir: str, tag: str) -> float:
-    from flows import run_evals
+    from evalduck.flows import run_evals
 
     items = max(32, concurrency)
     arrivals.clear()
@@ -68,7 +68,7 @@ arrivals: list[float] = []  # monotonic time of each judge request, recorded by 
 
 
 def _timed(req: Any) -> Any:
-    from scorers.testing.fake_openai import default_responder
+    from evalduck.scorers.testing.fake_openai import default_responder
 
     arrivals.append(time.monotonic())
     return default_responder(req)
@@ -83,9 +83,9 @@ def main() -> None:
 
     from distributed import LocalCluster
 
-    from flows.engine.dispatch import threads_per_worker
+    from evalduck.flows.engine.dispatch import threads_per_worker
 
-    from scorers.testing.fake_openai import FakeOpenAIServer
+    from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
     server = FakeOpenAIServer(latency=1.0, responder=_timed).start()
     clusters: dict[str, Any] = {}

@@ -35,8 +35,8 @@ os.environ.setdefault("PREFECT_HOME", str(Path(tempfile.gettempdir()) / "evalduc
 os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
 os.environ.setdefault("OPENAI_API_KEY", "sk-fake-bench")
 
-from flows import run_evals  # noqa: E402
-from scorers.testing.fake_openai import FakeOpenAIServer, default_responder  # noqa: E402
+from evalduck.flows import run_evals  # noqa: E402
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, default_responder  # noqa: E402
 
 
 def _rows(n: int, tag: str) -> list[dict[str, str]]:

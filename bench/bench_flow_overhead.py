@@ -19,10 +19,10 @@ os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
 
 from prefect import flow, task  # noqa: E402
 from prefect.context import AsyncClientContext  # noqa: E402
-from scorers import StepOutput  # noqa: E402
+from evalduck.scorers import StepOutput  # noqa: E402
 
-from flows.config import RunOptions  # noqa: E402
-from flows.tasks import Job, StepCacheKey, judge_step_task  # noqa: E402
+from evalduck.flows.config import RunOptions  # noqa: E402
+from evalduck.flows.tasks import Job, StepCacheKey, judge_step_task  # noqa: E402
 
 WORK = Path(tempfile.mkdtemp(prefix="evalduck-bench-overhead-"))
 
@@ -38,7 +38,7 @@ async def _output() -> StepOutput:
 
 
 async def _measure(n: int) -> None:
-    from scorers import Step
+    from evalduck.scorers import Step
 
     step = Step(name="analyze", scorer_id="bench", scorer_version="1", fn=lambda ctx: 1)
     variants = {"bare cached task": bare, "judge-step task": judge_step_task(step, RunOptions(), WORK / "j")}

@@ -18,9 +18,9 @@ import time
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENAI_API_KEY", "sk-fake-bench")
 
-import scorers  # noqa: E402
-from scorers import ScorerInput, create_answer_relevancy_scorer  # noqa: E402
-from scorers.testing.fake_openai import FakeOpenAIServer  # noqa: E402
+from evalduck import scorers  # noqa: E402
+from evalduck.scorers import ScorerInput, create_answer_relevancy_scorer  # noqa: E402
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 
 
 async def _score(scorer: scorers.Scorer, n: int, tag: str) -> None:

@@ -17,7 +17,7 @@ import sys
 _PROBE = """
 import asyncio, importlib, json, os, sys, threading, time
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-for name in ("prefect", "litellm", "scorers.judge"):
+for name in ("prefect", "litellm", "evalduck.scorers.judge"):
     importlib.import_module(name)
 first = json.loads(sys.argv[1])
 started = time.perf_counter()
@@ -25,7 +25,7 @@ for name in first:
     importlib.import_module(name)
 imported = time.perf_counter() - started
 before = set(sys.modules)
-from flows.judge_child import _warm_up
+from evalduck.flows.judge_child import _warm_up
 started = time.perf_counter()
 asyncio.run(_warm_up())
 print(json.dumps({"import_s": imported, "warm_up_s": time.perf_counter() - started, "threads": threading.active_count(),

@@ -29,7 +29,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from flows.store import Store
+from evalduck.flows.store import Store
 
 SCORERS = ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
@@ -37,8 +37,8 @@ T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
 _WRITE = """
 import json, sys, time
 from pathlib import Path
-from flows.store import Store
-from flows.html_report import write_report
+from evalduck.flows.store import Store
+from evalduck.flows.html_report import write_report
 store = Store(sys.argv[1])
 figures = []
 for k in range(2):

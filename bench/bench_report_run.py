@@ -16,7 +16,7 @@ import tempfile
 import time
 from datetime import datetime
 
-from flows.settings import apply_process_defaults
+from evalduck.flows.settings import apply_process_defaults
 
 
 def main() -> None:
@@ -26,7 +26,7 @@ def main() -> None:
     args = parser.parse_args()
     apply_process_defaults()
     os.environ.setdefault("EVALDUCK_EPHEMERAL", "1")
-    from flows import run_evals
+    from evalduck.flows import run_evals
 
     folder = tempfile.mkdtemp(prefix="bench-report-run-")
     rows = [{"id": f"q{i}", "input": f"Question {i}?", "output": f"A calm answer number {i}, at some length.",

@@ -19,7 +19,7 @@ import time
 
 import duckdb
 
-from flows.store import ScoreRow, Store
+from evalduck.flows.store import ScoreRow, Store
 
 SCORERS = ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 
-from flows.store import ResultWriter, ScoreRow, Store
+from evalduck.flows.store import ResultWriter, ScoreRow, Store
 
 SCORERS = ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
 

@@ -25,7 +25,7 @@ CONCURRENCY = 16
 
 
 def serve(log_path: str) -> None:
-    from scorers.testing.fake_openai import FakeOpenAIServer, request_step
+    from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, request_step
 
     log = open(log_path, "a", buffering=1)
     lock = threading.Lock()

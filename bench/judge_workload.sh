@@ -13,7 +13,7 @@ open(sys.argv[1], 'w').write(''.join(json.dumps(r) + '\n' for r in rows))" "$2"
 start_fake_judge() {
   "$1" -c "
 import time
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 with FakeOpenAIServer(latency=1.0) as s:
     print(s.base_url, flush=True)
     time.sleep(1800)" >"$2/judge_url.txt" &

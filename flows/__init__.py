@@ -1,7 +1,7 @@
 """evalduck flows: the eval flows on Prefect, the DuckDB store and the CLI.
 
-Lazy, like Prefect's own ``__init__``: ``import flows.store`` and the results CLI never import prefect;
-``from flows import run_evals`` does, on first use.
+Lazy, like Prefect's own ``__init__``: ``import evalduck.flows.store`` and the results CLI never import prefect;
+``from evalduck import run_evals`` does, on first use.
 """
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from flows.config import EvalConfig, RunOptions, ScorerSpec
-    from flows.eval_flow import EvalResult, run_eval_config, run_evals
+    from evalduck.flows.config import EvalConfig, RunOptions, ScorerSpec
+    from evalduck.flows.eval_flow import EvalResult, run_eval_config, run_evals
 
 _PUBLIC: dict[str, str] = {
-    "run_evals": "flows.eval_flow",
-    "run_eval_config": "flows.eval_flow",
-    "EvalResult": "flows.eval_flow",
-    "EvalConfig": "flows.config",
-    "RunOptions": "flows.config",
-    "ScorerSpec": "flows.config",
+    "run_evals": "evalduck.flows.eval_flow",
+    "run_eval_config": "evalduck.flows.eval_flow",
+    "EvalResult": "evalduck.flows.eval_flow",
+    "EvalConfig": "evalduck.flows.config",
+    "RunOptions": "evalduck.flows.config",
+    "ScorerSpec": "evalduck.flows.config",
 }
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "EvalConfig", "RunOptions", "ScorerSpec")
@@ -29,9 +29,9 @@ __all__ = ("run_evals", "run_eval_config", "EvalResult", "EvalConfig", "RunOptio
 def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:
-        raise AttributeError(f"module 'flows' has no attribute {name!r}")
-    if module == "flows.eval_flow" and "prefect" not in sys.modules:
-        from flows.settings import apply_process_defaults
+        raise AttributeError(f"module 'evalduck.flows' has no attribute {name!r}")
+    if module == "evalduck.flows.eval_flow" and "prefect" not in sys.modules:
+        from evalduck.flows.settings import apply_process_defaults
 
         apply_process_defaults()  # an entry point: before prefect is imported (no telemetry, patient start)
     value = getattr(import_module(module), name)

@@ -49,7 +49,7 @@ def _hold_back_info() -> list[tuple[logging.Handler, int]]:
 def shown_run(quiet: bool) -> Iterator[None]:
     """Around the flow call: Prefect's INFO console lines held back, and the progress bar unless ``quiet``
     or a caller already installed a sink for this context."""
-    from flows.progress import RichProgress, current_sink, use_sink
+    from evalduck.flows.progress import RichProgress, current_sink, use_sink
 
     before = _hold_back_info()
     try:
@@ -63,7 +63,7 @@ def shown_run(quiet: bool) -> Iterator[None]:
 def print_summary(result: Any, api_url: str | None) -> None:
     """The CLI's summary, the same table and lines (flows/cli/run.py); a flow run link when ``api_url``
     names a server that outlives this process."""
-    from flows.cli.run import _print_result
+    from evalduck.flows.cli.run import _print_result
 
     out = Console(width=None if sys.stdout.isatty() else 120)
     _print_result(out, Console(stderr=True, soft_wrap=True), result, api_url, api_url is not None)

@@ -23,8 +23,8 @@ from prefect.artifacts import (
     aupdate_progress_artifact,
 )
 
-from flows.display import md_code, md_text
-from flows.gate import direction_note
+from evalduck.flows.display import md_code, md_text
+from evalduck.flows.gate import direction_note
 
 __all__ = ("artifact_key", "ProgressArtifact", "summary_rows", "summary_table", "summary_description",
            "publish_summary", "publish_comparison", "comparison_markdown")

@@ -8,10 +8,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
-from scorers import PREBUILT, ConfigError, describe_validation, did_you_mean
+from evalduck.scorers import PREBUILT, ConfigError, describe_validation, did_you_mean
 
-from flows.run_form import ADVANCED, shape_run_form
-from flows.settings import default_cache_dir  # here too: where the flow has always found it
+from evalduck.flows.run_form import ADVANCED, shape_run_form
+from evalduck.flows.settings import default_cache_dir  # here too: where the flow has always found it
 
 __all__ = ("EvalConfig", "RunOptions", "bind_options", "ScorerSpec", "SCORER_IDS", "SCORER_ID_HELP", "is_import_path",
            "DEFAULT_SCORERS", "DEMO_CONFIG", "default_cache_dir")
@@ -25,7 +25,7 @@ SCORER_ID_HELP = (f"A prebuilt scorer id ({', '.join(SCORER_IDS)}) or an import 
 
 
 def is_import_path(value: str) -> bool:
-    """``module:attribute`` (scorers.load_scorer checks the rest when the run is prepared)."""
+    """``module:attribute`` (evalduck.scorers.load_scorer checks the rest when the run is prepared)."""
     return ":" in value
 
 

@@ -20,21 +20,21 @@ from prefect import get_run_logger
 from prefect.context import AsyncClientContext, FlowRunContext
 from prefect.exceptions import TerminationSignal
 from prefect.settings import get_current_settings
-from scorers import JudgeTransport, Scorer, run_sync
+from evalduck.scorers import JudgeTransport, Scorer, run_sync
 
-from flows.api_console import end_promptly, print_summary, shown_run
-from flows.api_watch import keep_result
-from flows.artifacts import ProgressArtifact, artifact_key
-from flows.config import DEFAULT_SCORERS, DEMO_CONFIG, EvalConfig, RunOptions, ScorerSpec, bind_options
-from flows.datasets import Dataset
-from flows.engine import FailFast, ItemResult, execute
-from flows.local_server import reuse_recorded_server
-from flows.prepare import Prepared, Rows, prepare_run
-from flows.redacting_flow import RedactingFlow, redacting_flow
-from flows.progress import current_sink
-from flows.report import EvalResult, Report, eval_result, publish_report
-from flows.runtime import heartbeat_settings, run_scope
-from flows.settings import apply_process_defaults
+from evalduck.flows.api_console import end_promptly, print_summary, shown_run
+from evalduck.flows.api_watch import keep_result
+from evalduck.flows.artifacts import ProgressArtifact, artifact_key
+from evalduck.flows.config import DEFAULT_SCORERS, DEMO_CONFIG, EvalConfig, RunOptions, ScorerSpec, bind_options
+from evalduck.flows.datasets import Dataset
+from evalduck.flows.engine import FailFast, ItemResult, execute
+from evalduck.flows.local_server import reuse_recorded_server
+from evalduck.flows.prepare import Prepared, Rows, prepare_run
+from evalduck.flows.redacting_flow import RedactingFlow, redacting_flow
+from evalduck.flows.progress import current_sink
+from evalduck.flows.report import EvalResult, Report, eval_result, publish_report
+from evalduck.flows.runtime import heartbeat_settings, run_scope
+from evalduck.flows.settings import apply_process_defaults
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult", "FailFast", "ScorerSpec")
 

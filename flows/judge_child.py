@@ -11,7 +11,7 @@ import signal
 from multiprocessing.connection import Connection
 from typing import Any
 
-from scorers import JudgeError, LiteLLMTransport
+from evalduck.scorers import JudgeError, LiteLLMTransport
 
 __all__ = ("child_main",)
 

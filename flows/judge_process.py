@@ -1,5 +1,5 @@
 """A run's judge and model requests (litellm) in a child process, off the flow's event loop: one
-``scorers.judge.JudgeTransport``, which the flow hands to the engine in place of the in-process default.
+``evalduck.scorers.judge.JudgeTransport``, which the flow hands to the engine in place of the in-process default.
 
 Why: litellm costs ~10-15 ms of CPU per request (building it through the OpenAI SDK, parsing and pricing
 the answer, its logging payload), partly in executor threads that contend for the flow process's GIL. On
@@ -7,13 +7,13 @@ the flow's one event loop that work queued between Prefect's per-task-run bookke
 step waited for it (docs/benchmarks.md). In a child process it runs on the other core; the flow's loop
 only pickles the request and the answer.
 
-The child is its own program (``python -c "from flows.judge_child import child_main; ..."``) started with
+The child is its own program (``python -c "from evalduck.flows.judge_child import child_main; ..."``) started with
 ``subprocess``, never with ``multiprocessing``: spawn and forkserver re-import the caller's ``__main__``, so
 a user's script without a ``__main__`` guard ran again in the child (its side effects too) and the child
 died; fork copies a process with threads. It talks to the parent over a socket pair with multiprocessing's
 ``Connection`` framing (pickled tuples).
 
-The child calls exactly what the flow process would have called (``scorers.judge.LiteLLMTransport``: litellm
+The child calls exactly what the flow process would have called (``evalduck.scorers.judge.LiteLLMTransport``: litellm
 with the same error classification), so answers, errors, retries and usage are the same. It sees the
 parent's environment as of each request (provider keys set or removed later included), but not
 Python-level litellm settings made in the parent (``litellm.success_callback``, ``litellm.api_key``...):
@@ -40,9 +40,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from scorers import JudgeSettings, JudgeTransientError, JudgeUsage
+from evalduck.scorers import JudgeSettings, JudgeTransientError, JudgeUsage
 
-from flows.judge_child import child_main  # the child's entry point, also named from here
+from evalduck.flows.judge_child import child_main  # the child's entry point, also named from here
 
 __all__ = (
     "JudgeProcess",
@@ -55,9 +55,6 @@ __all__ = (
 
 # Beyond the request's own timeout (the child enforces it): a child that never answers.
 _BACKSTOP_S = 30.0
-# The folder that holds the `flows` and `scorers` packages, first on the child's path (not the caller's
-# working directory or script folder, which could shadow them).
-_PACKAGES_ROOT = str(Path(__file__).resolve().parents[1])
 
 
 # litellm's module-level settings that change what a request does or who hears of it, with their values
@@ -101,8 +98,7 @@ class JudgeProcessError(JudgeTransientError):
 
 def _child_command(fd: int) -> list[str]:
     code = (
-        f"import sys; sys.path.insert(0, {_PACKAGES_ROOT!r}); "
-        f"from flows.judge_child import child_main; child_main({fd})"
+        f"from evalduck.flows.judge_child import child_main; child_main({fd})"
     )
     return [sys.executable, "-P", "-c", code]  # -P: no working directory on sys.path
 
@@ -118,7 +114,7 @@ start_child: Callable[[socket.socket, dict[str, str]], Any] = popen_child
 
 
 class JudgeProcess:
-    """One child and its pipe; a ``scorers.judge.JudgeTransport`` (its ``request`` sends one request to
+    """One child and its pipe; a ``evalduck.scorers.judge.JudgeTransport`` (its ``request`` sends one request to
     the child, which runs it with ``LiteLLMTransport``)."""
 
     def __init__(self) -> None:

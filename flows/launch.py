@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from flows.folder import ephemeral, project_state_dir, running_here
+from evalduck.flows.folder import ephemeral, project_state_dir, running_here
 
 __all__ = ("main", "command_of")
 
@@ -34,7 +34,7 @@ def command_of(args: list[str]) -> str | None:
 def main() -> None:
     args = sys.argv[1:]
     if command_of(args) == "run" and "--ephemeral" not in args and not ephemeral():
-        from flows.warm.client import exit_like, run_via_starter
+        from evalduck.flows.warm.client import exit_like, run_via_starter
 
         code = run_via_starter("cli", args)
         if code is not None:
@@ -46,6 +46,6 @@ def main() -> None:
 
 
 def _cli() -> None:
-    from flows.cli import main as cli_main
+    from evalduck.flows.cli import main as cli_main
 
     cli_main()

@@ -28,8 +28,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from flows.folder import EPHEMERAL_ENV, STATE_DIR_ENV, ephemeral, project_state_dir
-from flows.server import (
+from evalduck.flows.folder import EPHEMERAL_ENV, STATE_DIR_ENV, ephemeral, project_state_dir
+from evalduck.flows.server import (
     DEFAULT_PORT,
     ServeError,
     ServeState,

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scorers import PREBUILT
+from evalduck.scorers import PREBUILT
 
-from flows.gate import direction_label
+from evalduck.flows.gate import direction_label
 
 __all__ = ("scorer_descriptions", "measures_line")
 

@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scorers import Scorer
+from evalduck.scorers import Scorer
 
-from flows.config import DEFAULT_SCORERS, RunOptions
-from flows.datasets import Dataset, DatasetError, dataset_from_rows, load_dataset
-from flows.engine import ItemResult, RunPlan
-from flows.progress import ProgressSink
-from flows.registry import build_scorers
-from flows.settings import default_cache_dir
-from flows.store import Store, StoreDiskError, check_resume_dataset, default_db_path
-from flows.targets import Target, resolve_target
+from evalduck.flows.config import DEFAULT_SCORERS, RunOptions
+from evalduck.flows.datasets import Dataset, DatasetError, dataset_from_rows, load_dataset
+from evalduck.flows.engine import ItemResult, RunPlan
+from evalduck.flows.progress import ProgressSink
+from evalduck.flows.registry import build_scorers
+from evalduck.flows.settings import default_cache_dir
+from evalduck.flows.store import Store, StoreDiskError, check_resume_dataset, default_db_path
+from evalduck.flows.targets import Target, resolve_target
 
 __all__ = ("Prepared", "Rows", "prepare_run", "load_data", "cache_folder", "CacheDirError")
 
@@ -127,7 +127,7 @@ def prepare_run(
     _check_outputs(dataset, tgt, built)
     portable = None
     if o.runner == "dask":  # a scorer or target that cannot reach a worker stops here, named
-        from flows.engine.dispatch import portables
+        from evalduck.flows.engine.dispatch import portables
 
         portable = portables(built, tgt)
 

@@ -10,7 +10,7 @@ from typing import Protocol
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from flows.display import literal
+from evalduck.flows.display import literal
 
 __all__ = ("ProgressSink", "RichProgress", "use_sink", "current_sink")
 

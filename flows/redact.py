@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scorers.judge import redact_url
+from evalduck.scorers.judge import redact_url
 
 __all__ = ("redact_url", "redact_urls")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from prefect import Flow
 
-from flows.redact import redact_urls
+from evalduck.flows.redact import redact_urls
 
 __all__ = ("RedactingFlow", "redacting_flow")
 

@@ -1,5 +1,5 @@
 """Scorer specs (as written in configs, the CLI and the UI form) -> scorers: a prebuilt id builds with
-scorers.PREBUILT's factory, an import path (`mypkg.evals:strict_tone`) with scorers.load_scorer; options
+evalduck.scorers.PREBUILT's factory, an import path (`mypkg.evals:strict_tone`) with evalduck.scorers.load_scorer; options
 either way.
 
 A judge scorer with no judge model anywhere (a prebuilt one, or a factory declaring `needs_judge = True`)
@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
-from scorers import JUDGE_MODEL_ENV, PREBUILT, ConfigError, JudgeSettings, Scorer, describe_validation, load_scorer, locate_scorer
+from evalduck.scorers import JUDGE_MODEL_ENV, PREBUILT, ConfigError, JudgeSettings, Scorer, describe_validation, load_scorer, locate_scorer
 
-from flows.config import ScorerSpec
+from evalduck.flows.config import ScorerSpec
 
 __all__ = ("Skipped", "build_scorers", "no_judge_message")
 

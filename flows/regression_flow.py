@@ -1,7 +1,7 @@
 """The scheduled regression check: run an eval, compare it with the previous run of the same name, and
 fail the flow run (red in the Prefect UI, visible to automations) when a scorer regressed.
 
-A regression is decided by `flows.gate`, the rule `evalduck compare --fail-below` uses too: the upper end of
+A regression is decided by `evalduck.flows.gate`, the rule `evalduck compare --fail-below` uses too: the upper end of
 the 95% interval of the paired delta lies below `-max_drop` (for a lower-is-better scorer, such as
 hallucination, the lower end lies above `+max_drop`: its rise is the regression); a scorer without an
 interval is not gated.
@@ -15,12 +15,12 @@ from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel
 
-from flows.artifacts import artifact_key, comparison_markdown
-from flows.config import DEMO_CONFIG, EvalConfig
-from flows.display import md_code, md_text
-from flows.eval_flow import EvalResult, run_eval_config
-from flows.gate import GateVerdict, gate, rule_text
-from flows.redacting_flow import redacting_flow
+from evalduck.flows.artifacts import artifact_key, comparison_markdown
+from evalduck.flows.config import DEMO_CONFIG, EvalConfig
+from evalduck.flows.display import md_code, md_text
+from evalduck.flows.eval_flow import EvalResult, run_eval_config
+from evalduck.flows.gate import GateVerdict, gate, rule_text
+from evalduck.flows.redacting_flow import redacting_flow
 
 __all__ = ("regression_check", "RegressionDetected", "RegressionReport")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from flows.artifacts import (
+from evalduck.flows.artifacts import (
     artifact_key,
     comparison_markdown,
     publish_comparison,
@@ -20,8 +20,8 @@ from flows.artifacts import (
     summary_rows,
     summary_table,
 )
-from flows.html_report import WrittenReport
-from flows.prepare import Prepared
+from evalduck.flows.html_report import WrittenReport
+from evalduck.flows.prepare import Prepared
 
 logger = logging.getLogger("evalduck.report")
 
@@ -55,7 +55,7 @@ def _ui_url() -> str | None:
 
 
 def _html_report(prepared: Prepared) -> WrittenReport | None:
-    from flows.html_report import write_report
+    from evalduck.flows.html_report import write_report
 
     plan = prepared.plan
     try:
@@ -68,9 +68,9 @@ def _html_report(prepared: Prepared) -> WrittenReport | None:
 
 def _trend_chart(prepared: Prepared) -> str | None:
     """The small trend chart of the summary artifact, as a data: URI; None for a run without earlier runs."""
-    from flows.html_report import scorer_stats, trend_run_ids
-    from flows.html_report.charts import small_trend_data_uri
-    from flows.html_report.reader import store_records
+    from evalduck.flows.html_report import scorer_stats, trend_run_ids
+    from evalduck.flows.html_report.charts import small_trend_data_uri
+    from evalduck.flows.html_report.reader import store_records
 
     plan = prepared.plan
     if not plan.options.name:

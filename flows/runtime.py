@@ -5,7 +5,7 @@
   leased judge child process, or litellm here), the Dask cluster of runner 'dask', and the garbage
   collector frozen.
 
-Nothing here happens at import; the environment defaults are ``flows.settings.apply_process_defaults``,
+Nothing here happens at import; the environment defaults are ``evalduck.flows.settings.apply_process_defaults``,
 called by the entry points.
 """
 
@@ -18,10 +18,10 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from scorers import JudgeTransport, LiteLLMTransport
+from evalduck.scorers import JudgeTransport, LiteLLMTransport
 
-from flows.engine import RunPlan
-from flows.judge_process import leased_judge_process, litellm_settings_made_in_python
+from evalduck.flows.engine import RunPlan
+from evalduck.flows.judge_process import leased_judge_process, litellm_settings_made_in_python
 
 __all__ = ("heartbeat_settings", "quiet_task_run_info", "run_scope", "frozen_gc")
 
@@ -127,7 +127,7 @@ def _dispatch(plan: RunPlan) -> Iterator[None]:
     if plan.options.runner != "dask":
         yield
         return
-    from flows.engine.dispatch import dask_dispatch
+    from evalduck.flows.engine.dispatch import dask_dispatch
 
     with dask_dispatch(plan) as dispatch:
         plan.dispatch = dispatch

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scorers import JudgeSettings, JudgeTransport, canonical_json, complete
+from evalduck.scorers import JudgeSettings, JudgeTransport, canonical_json, complete
 
-from flows.datasets import DatasetItem
+from evalduck.flows.datasets import DatasetItem
 
 __all__ = ("Target", "resolve_target", "TargetError")
 

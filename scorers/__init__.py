@@ -1,15 +1,15 @@
 """evalduck scorers: a pure library (no prefect) of scorer pipelines, with an LLM judge through litellm.
 
->>> from scorers import create_textual_difference_scorer
+>>> from evalduck.scorers import create_textual_difference_scorer
 >>> create_textual_difference_scorer().run(input="q", output="Paris", ground_truth="Paris").score
 1.0
 """
 
 from __future__ import annotations
 
-from scorers._cache_key import canonical_json
-from scorers._context import ScorerInput, StepContext, check_context, check_expected_tool, check_tool_order
-from scorers._errors import (
+from evalduck.scorers._cache_key import canonical_json
+from evalduck.scorers._context import ScorerInput, StepContext, check_context, check_expected_tool, check_tool_order
+from evalduck.scorers._errors import (
     ConfigError,
     EvalduckError,
     NotScorable,
@@ -20,15 +20,15 @@ from scorers._errors import (
     error_hint,
     error_rule,
 )
-from scorers._judge import JUDGE_MODEL_ENV, JudgeSettings
-from scorers._load import load_scorer, locate_scorer
-from scorers._messages import check_text_field
-from scorers._pipeline import PipelineState, RunStep, walk_steps
-from scorers._result import JudgeUsage, ScorerResult, StepOutput
-from scorers._scorer import Scorer, create_scorer
-from scorers._step import JudgePrompt, Step
-from scorers._sync import run_sync
-from scorers.judge import (
+from evalduck.scorers._judge import JUDGE_MODEL_ENV, JudgeSettings
+from evalduck.scorers._load import load_scorer, locate_scorer
+from evalduck.scorers._messages import check_text_field
+from evalduck.scorers._pipeline import PipelineState, RunStep, walk_steps
+from evalduck.scorers._result import JudgeUsage, ScorerResult, StepOutput
+from evalduck.scorers._scorer import Scorer, create_scorer
+from evalduck.scorers._step import JudgePrompt, Step
+from evalduck.scorers._sync import run_sync
+from evalduck.scorers.judge import (
     InvalidJudgeAnswer,
     JudgeConfigError,
     JudgeError,
@@ -39,8 +39,8 @@ from scorers.judge import (
     LiteLLMTransport,
     complete,
 )
-from scorers import prebuilt
-from scorers.prebuilt import *  # noqa: F403 - PREBUILT, PrebuiltScorer and the sixteen factories (prebuilt.__all__)
+from evalduck.scorers import prebuilt
+from evalduck.scorers.prebuilt import *  # noqa: F403 - PREBUILT, PrebuiltScorer and the sixteen factories (prebuilt.__all__)
 
 __all__ = (
     "create_scorer",

@@ -24,7 +24,7 @@ __all__ = (
     "without_excluded",
 )
 
-logger = logging.getLogger("scorers.cache_key")
+logger = logging.getLogger("evalduck.scorers.cache_key")
 
 KEY_FORMAT_VERSION = 1
 
@@ -81,14 +81,14 @@ def hash_components(components: Mapping[str, Any]) -> str:
     return key
 
 
-_PACKAGE = "scorers"
+_PACKAGE = __name__.rpartition(".")[0]  # "evalduck.scorers"
 _ROOT = Path(__file__).resolve().parent  # this package's folder: module names map to files in it
 
 
 def _source_file(module: str) -> Path | None:
-    """The source file of a ``scorers`` module (``scorers.prebuilt._judged`` -> ``prebuilt/_judged.py``), found
+    """The source file of a ``scorers`` module (``evalduck.scorers.prebuilt._judged`` -> ``prebuilt/_judged.py``), found
     without importing anything; None when there is no such module."""
-    parts = module.split(".")[1:]
+    parts = module.split(".")[_PACKAGE.count(".") + 1:]
     for path in (_ROOT.joinpath(*parts).with_suffix(".py"), _ROOT.joinpath(*parts, "__init__.py")):
         if parts and path.is_file():
             return path

@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from scorers._errors import ScorerInputError, describe_validation
-from scorers._messages import check_text_field
+from evalduck.scorers._errors import ScorerInputError, describe_validation
+from evalduck.scorers._messages import check_text_field
 
 __all__ = ("ScorerInput", "StepContext", "STEP_ORDER", "check_context", "check_expected_tool", "check_tool_order")
 

@@ -1,5 +1,5 @@
 """Asking an LLM judge: its settings, the prompt with structured output, one repair request on an invalid
-answer, and the parsed answer. Each request goes through a ``JudgeTransport`` (``scorers._transport``),
+answer, and the parsed answer. Each request goes through a ``JudgeTransport`` (``evalduck.scorers._transport``),
 litellm in this process unless the caller passes another.
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from scorers._cache_key import without_excluded
-from scorers._errors import ConfigError, InvalidJudgeAnswer, describe_validation
-from scorers._result import JudgeUsage
-from scorers._transport import JudgeTransport, default_transport, public_extra, redact
+from evalduck.scorers._cache_key import without_excluded
+from evalduck.scorers._errors import ConfigError, InvalidJudgeAnswer, describe_validation
+from evalduck.scorers._result import JudgeUsage
+from evalduck.scorers._transport import JudgeTransport, default_transport, public_extra, redact
 
 __all__ = (
     "JUDGE_MODEL_ENV",

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from scorers._scorer import Scorer
+from evalduck.scorers._scorer import Scorer
 
 __all__ = ("load_scorer", "locate_scorer")
 

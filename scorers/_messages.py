@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scorers._tools import check_tool_calls
+from evalduck.scorers._tools import check_tool_calls
 
 __all__ = ("check_text_field", "input_text", "output_text", "plain_text", "split_sentences")
 

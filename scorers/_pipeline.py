@@ -11,12 +11,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from scorers._context import ScorerInput, StepContext
-from scorers._result import ScorerResult, StepOutput
-from scorers._step import Step
+from evalduck.scorers._context import ScorerInput, StepContext
+from evalduck.scorers._result import ScorerResult, StepOutput
+from evalduck.scorers._step import Step
 
 if TYPE_CHECKING:
-    from scorers._scorer import Scorer
+    from evalduck.scorers._scorer import Scorer
 
 __all__ = ("PipelineState", "RunStep", "walk_steps")
 

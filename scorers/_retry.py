@@ -11,12 +11,12 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from scorers._errors import JudgeTransientError
-from scorers._transport import RETRY_AFTER_CAP_S
+from evalduck.scorers._errors import JudgeTransientError
+from evalduck.scorers._transport import RETRY_AFTER_CAP_S
 
 __all__ = ("BACKOFF_BASE_S", "BACKOFF_MAX_S", "backoff_delay", "with_retries")
 
-logger = logging.getLogger("scorers.retry")
+logger = logging.getLogger("evalduck.scorers.retry")
 
 T = TypeVar("T")
 

@@ -7,16 +7,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scorers._cache_key import canonical_json
-from scorers._context import STEP_ORDER, ScorerInput, StepContext
-from scorers._errors import ConfigError
-from scorers._judge import JudgeSettings
-from scorers._pipeline import PipelineState, walk_steps
-from scorers._result import ScorerResult, StepOutput
-from scorers._retry import with_retries
-from scorers._step import JudgePrompt, Step, StepFunction
-from scorers._sync import run_sync
-from scorers._transport import JudgeTransport
+from evalduck.scorers._cache_key import canonical_json
+from evalduck.scorers._context import STEP_ORDER, ScorerInput, StepContext
+from evalduck.scorers._errors import ConfigError
+from evalduck.scorers._judge import JudgeSettings
+from evalduck.scorers._pipeline import PipelineState, walk_steps
+from evalduck.scorers._result import ScorerResult, StepOutput
+from evalduck.scorers._retry import with_retries
+from evalduck.scorers._step import JudgePrompt, Step, StepFunction
+from evalduck.scorers._sync import run_sync
+from evalduck.scorers._transport import JudgeTransport
 
 __all__ = ("Scorer", "create_scorer")
 

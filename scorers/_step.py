@@ -11,12 +11,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from scorers._cache_key import canonical_json, hash_components
-from scorers._context import STEP_ORDER, StepContext
-from scorers._errors import ConfigError, StepResultError
-from scorers._judge import JudgeSettings, ask_judge, output_schema
-from scorers._result import StepOutput
-from scorers._transport import JudgeTransport
+from evalduck.scorers._cache_key import canonical_json, hash_components
+from evalduck.scorers._context import STEP_ORDER, StepContext
+from evalduck.scorers._errors import ConfigError, StepResultError
+from evalduck.scorers._judge import JudgeSettings, ask_judge, output_schema
+from evalduck.scorers._result import StepOutput
+from evalduck.scorers._transport import JudgeTransport
 
 __all__ = ("JudgePrompt", "Step", "StepFunction")
 

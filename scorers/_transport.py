@@ -19,11 +19,11 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from scorers._errors import JudgeConfigError, JudgeError, JudgeErrorKind, JudgeRequestError, JudgeTransientError
-from scorers._result import JudgeUsage
+from evalduck.scorers._errors import JudgeConfigError, JudgeError, JudgeErrorKind, JudgeRequestError, JudgeTransientError
+from evalduck.scorers._result import JudgeUsage
 
 if TYPE_CHECKING:
-    from scorers._judge import JudgeSettings
+    from evalduck.scorers._judge import JudgeSettings
 
 __all__ = (
     "RETRY_AFTER_CAP_S",

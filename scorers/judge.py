@@ -15,18 +15,18 @@ whose ``kind`` (a ``JudgeErrorKind``) and ``status`` say what happened:
 ``LiteLLMTransport`` (litellm in this process) is the default. An orchestrator passes its own explicitly:
 ``await step.arun(ctx, transport=t)``, ``await scorer.arun(..., transport=t)``, ``complete(..., transport=t)``.
 
->>> from scorers.judge import JudgeTransport, LiteLLMTransport
+>>> from evalduck.scorers.judge import JudgeTransport, LiteLLMTransport
 >>> isinstance(LiteLLMTransport(), JudgeTransport)
 True
 """
 
 from __future__ import annotations
 
-from scorers._errors import InvalidJudgeAnswer, JudgeConfigError, JudgeError, JudgeErrorKind, JudgeRequestError
-from scorers._errors import JudgeTransientError
-from scorers._judge import JudgeSettings
-from scorers._result import JudgeUsage
-from scorers._transport import JudgeTransport, LiteLLMTransport, complete, redact_url
+from evalduck.scorers._errors import InvalidJudgeAnswer, JudgeConfigError, JudgeError, JudgeErrorKind, JudgeRequestError
+from evalduck.scorers._errors import JudgeTransientError
+from evalduck.scorers._judge import JudgeSettings
+from evalduck.scorers._result import JudgeUsage
+from evalduck.scorers._transport import JudgeTransport, LiteLLMTransport, complete, redact_url
 
 __all__ = (
     "JudgeTransport",

@@ -1,6 +1,6 @@
 """The `evalduck` command line: one typer app, one module per group of commands.
 
-Adding commands: write `flows/cli/<name>.py` that does `from flows.cli import app` and decorates its
+Adding commands: write `flows/cli/<name>.py` that does `from evalduck.flows.cli import app` and decorates its
 functions with `@app.command()`, then add one import line at the bottom of this file. Keep heavy
 imports (prefect, litellm) inside the command functions, so `evalduck sql/runs/show/compare` start fast.
 Commands reach the database path with `db_path(ctx)` (the global `--db`, else EVALDUCK_DB, else
@@ -15,8 +15,8 @@ from typing import Annotated
 
 import typer
 
-from flows.cli.errors import UsageErrorsGroup, fail, label, value_error
-from flows.settings import DB_ENV, DEFAULT_DB_FILE, DUCKLAKE_PREFIX, default_db_path
+from evalduck.flows.cli.errors import UsageErrorsGroup, fail, label, value_error
+from evalduck.flows.settings import DB_ENV, DEFAULT_DB_FILE, DUCKLAKE_PREFIX, default_db_path
 
 __all__ = ("app", "main", "db_path", "fail")
 
@@ -71,7 +71,7 @@ def main() -> None:
 
 
 # Command modules register themselves on import (one line each; keep this block last).
-from flows.cli import results  # noqa: E402,F401
-from flows.cli import report  # noqa: E402,F401
-from flows.cli import run  # noqa: E402,F401
-from flows.cli import serve  # noqa: E402,F401
+from evalduck.flows.cli import results  # noqa: E402,F401
+from evalduck.flows.cli import report  # noqa: E402,F401
+from evalduck.flows.cli import run  # noqa: E402,F401
+from evalduck.flows.cli import serve  # noqa: E402,F401

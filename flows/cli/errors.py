@@ -5,7 +5,7 @@ Every usage error of every command goes through `UsageErrorsGroup`, the app's gr
 the `OptionError`s that commands raise. `describe` is the one place that turns a pydantic error into an
 option-named sentence, for typer's conversions and for `EvalConfig` alike; a message it has no wording of its
 own for is scorers' `error_rule`, as in `describe_validation`. Messages are printed literally (the values
-in them are the user's: `[/]` is no markup). Only pydantic, rich, scorers and flows.display here: no prefect
+in them are the user's: `[/]` is no markup). Only pydantic, rich, scorers and evalduck.flows.display here: no prefect
 import, so a usage error is reported in well under a second.
 """
 
@@ -19,10 +19,10 @@ from typing import Any, NoReturn
 import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
-from scorers import error_hint, error_rule
+from evalduck.scorers import error_hint, error_rule
 from typer.core import TyperGroup
 
-from flows.display import literal
+from evalduck.flows.display import literal
 
 __all__ = ("OptionError", "UsageErrorsGroup", "describe", "fail", "label", "value_error", "config_error")
 

@@ -16,15 +16,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from flows.cli import app, db_path, fail
-from flows.cli.errors import label, value_error
-from flows.cli.fit import console_width, fit
-from flows.display import literal
-from flows.gate import direction_note, gate, rule_text
-from flows.html_report import sparkline, trend_by_scorer
-from flows.html_report.reader import store_records
-from flows.measures import measures_line, scorer_descriptions
-from flows.store import RunRecord, Store, StoreError
+from evalduck.flows.cli import app, db_path, fail
+from evalduck.flows.cli.errors import label, value_error
+from evalduck.flows.cli.fit import console_width, fit
+from evalduck.flows.display import literal
+from evalduck.flows.gate import direction_note, gate, rule_text
+from evalduck.flows.html_report import sparkline, trend_by_scorer
+from evalduck.flows.html_report.reader import store_records
+from evalduck.flows.measures import measures_line, scorer_descriptions
+from evalduck.flows.store import RunRecord, Store, StoreError
 
 __all__ = ("runs", "show", "compare", "sql", "measures_table")
 

@@ -17,11 +17,11 @@ import typer
 from rich.console import Console, RenderableType
 from rich.table import Table
 
-from flows.cli import app, db_path
-from flows.cli.errors import config_error
-from flows.cli.fit import console_width, fit
-from flows.cli.run_checks import calls_models, check_usage
-from flows.cli.run_stops import (
+from evalduck.flows.cli import app, db_path
+from evalduck.flows.cli.errors import config_error
+from evalduck.flows.cli.fit import console_width, fit
+from evalduck.flows.cli.run_checks import calls_models, check_usage
+from evalduck.flows.cli.run_stops import (
     Terminated,
     disk_error,
     lock_error,
@@ -30,12 +30,12 @@ from flows.cli.run_stops import (
     stop_disk,
     stop_locked,
 )
-from flows.display import literal, shell_word
-from flows.gate import direction_note
-from flows.config import DEFAULT_SCORERS, SCORER_ID_HELP
+from evalduck.flows.display import literal, shell_word
+from evalduck.flows.gate import direction_note
+from evalduck.flows.config import DEFAULT_SCORERS, SCORER_ID_HELP
 
 if TYPE_CHECKING:
-    from flows.config import EvalConfig
+    from evalduck.flows.config import EvalConfig
 
 __all__ = ("run",)
 
@@ -70,9 +70,9 @@ def _summary_table(result: Any, console: Console) -> RenderableType:
 def _measures(result: Any) -> Table:
     """What each scorer of the run measures, as the run recorded them (a store it cannot reopen: the prebuilt
     catalogue's lines)."""
-    from flows.cli.results import measures_table
-    from flows.measures import scorer_descriptions
-    from flows.store import Store, StoreError
+    from evalduck.flows.cli.results import measures_table
+    from evalduck.flows.measures import scorer_descriptions
+    from evalduck.flows.store import Store, StoreError
 
     try:
         config = Store(result.db).run_record(result.run_id).config
@@ -93,13 +93,13 @@ def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tu
     outlives the run (so its flow run page is worth printing), whether evalduck started it (no heartbeats
     there, flows/runtime.py) and the folder server's credentials (flows/server/credentials.py), for ``_api``;
     says which in one line."""
-    from flows.local_server import (
+    from evalduck.flows.local_server import (
         ephemeral,
         local_server,
         project_state_dir,
         run_scoped_server,
     )
-    from flows.server import ServeError, answers, configured_api_url
+    from evalduck.flows.server import ServeError, answers, configured_api_url
 
     configured = configured_api_url()
     if configured:
@@ -218,8 +218,8 @@ def run(
 
     \f
     Long only by its signature: one option per RunOptions field (tests/cli/test_run_options.py)."""
-    from flows.settings import apply_process_defaults, quiet_console
-    from flows.warm import child as warm_child
+    from evalduck.flows.settings import apply_process_defaults, quiet_console
+    from evalduck.flows.warm import child as warm_child
 
     apply_process_defaults()
     if not verbose:
@@ -242,7 +242,7 @@ def run(
     })
     check_usage(ctx, err, config)
     if config.judge_process and config.runner == "local" and calls_models(config):  # on Dask, workers ask
-        from flows.judge_process import prestart
+        from evalduck.flows.judge_process import prestart
 
         prestart()
     _print_result(out, err, *_run_on_server(ctx, err, config, ephemeral))
@@ -252,7 +252,7 @@ def _config(ctx: typer.Context, values: dict[str, Any]) -> EvalConfig:
     """The run's EvalConfig from the options; a bad value is a usage error naming its option."""
     from pydantic import ValidationError
 
-    from flows.config import EvalConfig
+    from evalduck.flows.config import EvalConfig
 
     try:
         return EvalConfig(**values)
@@ -262,14 +262,14 @@ def _config(ctx: typer.Context, values: dict[str, Any]) -> EvalConfig:
 
 def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemeral: bool) -> tuple[Any, str | None, bool]:
     """The run, on the server this folder's runs use; its errors as one line and an exit status."""
-    from flows.api_watch import lost_line, watch_api
-    from flows.datasets import DatasetError
-    from flows.engine import FailFast, MisconfiguredRun
-    from flows.eval_flow import run_eval_config
-    from flows.progress import RichProgress, use_sink
-    from flows.runtime import heartbeat_settings
-    from flows.store import StoreError, UnknownRunError
-    from flows.targets import TargetError
+    from evalduck.flows.api_watch import lost_line, watch_api
+    from evalduck.flows.datasets import DatasetError
+    from evalduck.flows.engine import FailFast, MisconfiguredRun
+    from evalduck.flows.eval_flow import run_eval_config
+    from evalduck.flows.progress import RichProgress, use_sink
+    from evalduck.flows.runtime import heartbeat_settings
+    from evalduck.flows.store import StoreError, UnknownRunError
+    from evalduck.flows.targets import TargetError
 
     with contextlib.ExitStack() as stack:
         api_url, lasting, ours, auth = _server_for_run(err, ephemeral, stack)
@@ -300,7 +300,7 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
 
 
 def _print_result(out: Console, err: Console, result: Any, api_url: str | None, lasting: bool) -> None:
-    from flows.server import ui_url_for
+    from evalduck.flows.server import ui_url_for
 
     out.print(_summary_table(result, out))
     if result.summary["scorers"]:

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
-from flows.cli import db_path, fail
-from flows.cli.errors import label, value_error
-from flows.cli.run_stops import stop as _stop
+from evalduck.flows.cli import db_path, fail
+from evalduck.flows.cli.errors import label, value_error
+from evalduck.flows.cli.run_stops import stop as _stop
 
 if TYPE_CHECKING:
-    from flows.config import EvalConfig
-    from flows.datasets import Dataset
+    from evalduck.flows.config import EvalConfig
+    from evalduck.flows.datasets import Dataset
 
 __all__ = ("check_usage", "calls_models")
 
@@ -24,12 +24,12 @@ __all__ = ("check_usage", "calls_models")
 def check_usage(ctx: typer.Context, err: Console, config: EvalConfig) -> None:
     """What EvalConfig cannot see: a scorer given twice, the dataset file and its rows, whether the target
     resolves, and whether the run to resume is in the database. Usage errors exit 2; bad rows exit 1."""
-    from flows.datasets import DatasetError, DatasetPathError, load_dataset
-    from flows.targets import TargetError, resolve_target
+    from evalduck.flows.datasets import DatasetError, DatasetPathError, load_dataset
+    from evalduck.flows.targets import TargetError, resolve_target
 
-    from scorers import locate_scorer
+    from evalduck.scorers import locate_scorer
 
-    from flows.config import is_import_path
+    from evalduck.flows.config import is_import_path
 
     ids = [s.id for s in config.scorers]
     twice = next((i for n, i in enumerate(ids) if i in ids[:n]), None)
@@ -55,7 +55,7 @@ def check_usage(ctx: typer.Context, err: Console, config: EvalConfig) -> None:
 
 
 def _check_resume(ctx: typer.Context, err: Console, db: Path, ref: str, dataset: Dataset) -> None:
-    from flows.store import (
+    from evalduck.flows.store import (
         DatasetMismatchError,
         Store,
         StoreError,
@@ -79,7 +79,7 @@ def _check_resume(ctx: typer.Context, err: Console, db: Path, ref: str, dataset:
 def calls_models(config: EvalConfig) -> bool:
     """Whether the run will send judge or model requests: a 'model:' target, or a judge step among the
     scorers the registry builds (it skips a judge scorer without a model), as the flow decides it."""
-    from flows.registry import build_scorers
+    from evalduck.flows.registry import build_scorers
 
     try:
         built, _ = build_scorers(config.scorers, judge_model=config.judge_model, judge_api_base=config.judge_api_base)

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
-from flows.display import literal
+from evalduck.flows.display import literal
 
 if TYPE_CHECKING:
-    from flows.store import StoreDiskError, StoreLockedError
+    from evalduck.flows.store import StoreDiskError, StoreLockedError
 
 E = TypeVar("E", bound=BaseException)
 
@@ -61,14 +61,14 @@ def stop(err: Console, exc: Exception, code: int) -> NoReturn:
 
 def lock_error(exc: BaseException) -> StoreLockedError | None:
     """The StoreLockedError behind `exc` (the engine wraps it in its StoreWriteError), if one is."""
-    from flows.store import StoreLockedError
+    from evalduck.flows.store import StoreLockedError
 
     return _behind(exc, StoreLockedError)
 
 
 def disk_error(exc: BaseException) -> StoreDiskError | None:
     """The StoreDiskError (a full or capped disk) behind `exc`, if one is."""
-    from flows.store import StoreDiskError
+    from evalduck.flows.store import StoreDiskError
 
     return _behind(exc, StoreDiskError)
 
@@ -125,7 +125,7 @@ def stop_disk(err: Console, disk: StoreDiskError, db: Path) -> NoReturn:
 
 def _stored(db: Path, run_id: str) -> str:
     """What a stopped run has stored, counted on a read-only opening when the file can only be read."""
-    from flows.store import Store, StoreError
+    from evalduck.flows.store import Store, StoreError
 
     try:
         (kept, total), = Store(db, lock_timeout=2, reader=True).sql(

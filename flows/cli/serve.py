@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from flows.cli import app, db_path, fail
-from flows.cli.errors import label, value_error
-from flows.display import literal
-from flows.settings import CACHE_DIR_ENV, default_cache_dir
+from evalduck.flows.cli import app, db_path, fail
+from evalduck.flows.cli.errors import label, value_error
+from evalduck.flows.display import literal
+from evalduck.flows.settings import CACHE_DIR_ENV, default_cache_dir
 
 _console = Console(highlight=False, soft_wrap=True)
 
@@ -46,8 +46,8 @@ def serve(
     The worker's runs write to the global `--db` file (EVALDUCK_DB, default ./evals.duckdb), resolved
     to an absolute path so UI-triggered, scheduled and `evalduck run` runs share it.
     """
-    from flows.server import ServeError, ServeOptions, configured_api_url
-    from flows.server import serve as start
+    from evalduck.flows.server import ServeError, ServeOptions, configured_api_url
+    from evalduck.flows.server import serve as start
 
     project = project_dir.resolve()
     if not project.is_dir():
@@ -81,8 +81,8 @@ def stop(
     state_dir: StateDir = None,
 ) -> None:
     """Stop the worker, then the server, that `evalduck serve` started (by process id)."""
-    from flows.server import ServeError
-    from flows.server import stop as end
+    from evalduck.flows.server import ServeError
+    from evalduck.flows.server import stop as end
 
     try:
         end((state_dir or project_dir.resolve() / ".evalduck").resolve(), say=_say)

@@ -7,9 +7,9 @@ can be wrong), rows.py (row validation, DatasetItem, Dataset), files.py (reading
 
 from __future__ import annotations
 
-from flows.datasets.errors import DatasetError, DatasetPathError
-from flows.datasets.files import SUFFIXES, load_dataset
-from flows.datasets.rows import Dataset, DatasetItem, dataset_from_rows
+from evalduck.flows.datasets.errors import DatasetError, DatasetPathError
+from evalduck.flows.datasets.files import SUFFIXES, load_dataset
+from evalduck.flows.datasets.rows import Dataset, DatasetItem, dataset_from_rows
 
 __all__ = (
     "DatasetError", "DatasetPathError", "DatasetItem", "Dataset", "load_dataset", "dataset_from_rows", "SUFFIXES",

@@ -10,8 +10,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from flows.datasets.errors import DatasetError, DatasetPathError
-from flows.datasets.rows import BadRow, Dataset, validate_rows
+from evalduck.flows.datasets.errors import DatasetError, DatasetPathError
+from evalduck.flows.datasets.rows import BadRow, Dataset, validate_rows
 
 __all__ = ("SUFFIXES", "load_dataset")
 

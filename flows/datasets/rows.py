@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
-from scorers import (
+from evalduck.scorers import (
     canonical_json,
     check_context,
     check_expected_tool,
@@ -18,8 +18,8 @@ from scorers import (
     describe_validation,
 )
 
-from flows.datasets.errors import DatasetError
-from flows.store.ids import item_ids
+from evalduck.flows.datasets.errors import DatasetError
+from evalduck.flows.store.ids import item_ids
 
 __all__ = ("BadRow", "DatasetItem", "Dataset", "dataset_from_rows", "validate_rows")
 
@@ -50,7 +50,7 @@ class _Row(BaseModel):
     @field_validator("context", "expected_tool", "expected_tool_order", mode="before")
     @classmethod
     def _run_fields(cls, value: Any, info: ValidationInfo) -> Any:
-        """The scorers' rules for these fields (scorers.ScorerInput checks runs with the same), named as the
+        """The scorers' rules for these fields (evalduck.scorers.ScorerInput checks runs with the same), named as the
         dataset spells them."""
         field_name = info.field_name or ""
         check = {"context": check_context, "expected_tool": check_expected_tool,

@@ -1,4 +1,4 @@
-"""The body of an eval run (``execute``), given a ``RunPlan`` that ``flows.prepare`` built and checked.
+"""The body of an eval run (``execute``), given a ``RunPlan`` that ``evalduck.flows.prepare`` built and checked.
 
 plan.py (what a run is given), run.py (the run on one event loop), steps.py (where each step runs),
 dispatch.py (where its task runs execute: here or on Dask; portable.py, what a Dask worker is sent),
@@ -7,8 +7,8 @@ batches.py (the one batcher), cells.py (a cell's row).
 
 from __future__ import annotations
 
-from flows.engine.plan import FailFast, ItemResult, MisconfiguredRun, RunPlan, StoreWriteError
-from flows.engine.run import Run
+from evalduck.flows.engine.plan import FailFast, ItemResult, MisconfiguredRun, RunPlan, StoreWriteError
+from evalduck.flows.engine.run import Run
 
 __all__ = ("RunPlan", "ItemResult", "FailFast", "MisconfiguredRun", "StoreWriteError", "execute")
 

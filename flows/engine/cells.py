@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from scorers import NotScorable, PipelineState, Scorer, StepOutput
+from evalduck.scorers import NotScorable, PipelineState, Scorer, StepOutput
 
-from flows.store import ScoreRow
+from evalduck.flows.store import ScoreRow
 
 __all__ = ("cell_row", "error_row", "error_text", "usage_fields")
 

@@ -1,9 +1,9 @@
 """Where a run's task runs execute: ``LocalDispatch`` awaits each task on the flow's event loop (the
 default), ``DaskDispatch`` submits it to a Dask cluster's workers (the cluster and its client from
-prefect-dask's ``DaskTaskRunner``; each task run as ``flows.engine.portable.run_task_run``). Both hand back the task run's final Prefect state, so the engine treats their results, errors,
+prefect-dask's ``DaskTaskRunner``; each task run as ``evalduck.flows.engine.portable.run_task_run``). Both hand back the task run's final Prefect state, so the engine treats their results, errors,
 cache hits and retries alike; the flow alone writes the store.
 
-On Dask, a task's job is a picklable call (``flows.engine.portable``) instead of a closure over the run;
+On Dask, a task's job is a picklable call (``evalduck.flows.engine.portable``) instead of a closure over the run;
 the task, its cache key, retries and result storage are the same objects as local, and the task engine
 runs on the worker, recording to the same Prefect API. A worker lost mid-task: Dask runs the task again
 on another worker (the same task run), or, past its ``allowed-failures``, the cell is stored as ``error``.
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from prefect import Task
 from prefect.states import State, exception_to_failed_state
-from scorers import ConfigError, JudgeTransport, Scorer, Step, StepContext
+from evalduck.scorers import ConfigError, JudgeTransport, Scorer, Step, StepContext
 
-from flows.datasets import DatasetItem
-from flows.targets import Target
-from flows.tasks import Job, RateLimiter, run_code_step
+from evalduck.flows.datasets import DatasetItem
+from evalduck.flows.targets import Target
+from evalduck.flows.tasks import Job, RateLimiter, run_code_step
 
 if TYPE_CHECKING:
-    from flows.engine.plan import RunPlan
-    from flows.engine.portable import PortableScorer
+    from evalduck.flows.engine.plan import RunPlan
+    from evalduck.flows.engine.portable import PortableScorer
 
 __all__ = ("Dispatch", "LocalDispatch", "DaskDispatch", "dask_dispatch", "portables", "threads_per_worker")
 
@@ -90,7 +90,7 @@ class DaskDispatch:
         from prefect.context import AssetContext
         from prefect.utilities.engine import collect_task_run_inputs_sync
 
-        from flows.engine.portable import run_task_run
+        from evalduck.flows.engine.portable import run_task_run
 
         task_run_id = uuid4()
         dependencies = {k: collect_task_run_inputs_sync(v) for k, v in parameters.items()}
@@ -124,17 +124,17 @@ class DaskDispatch:
         return state
 
     def judge_job(self, step: Step, ctx: StepContext, limiter: RateLimiter) -> Job:
-        from flows.engine.portable import RemoteJudgeStep
+        from evalduck.flows.engine.portable import RemoteJudgeStep
 
         return Job(RemoteJudgeStep(self.portable[step.scorer_id], step.name, ctx), limiter)
 
     def code_job(self, step: Step, contexts: list[StepContext]) -> Job:
-        from flows.engine.portable import RemoteCodeStep
+        from evalduck.flows.engine.portable import RemoteCodeStep
 
         return Job(RemoteCodeStep(self.portable[step.scorer_id], step.name, list(contexts)))
 
     def target_job(self, item: DatasetItem) -> Job:
-        from flows.engine.portable import RemoteTarget
+        from evalduck.flows.engine.portable import RemoteTarget
 
         return Job(RemoteTarget(self.plan.target, item))
 
@@ -148,7 +148,7 @@ def portables(scorers: Sequence[Scorer], target: Target) -> dict[str, PortableSc
     """
     import cloudpickle
 
-    from flows.engine.portable import portable_scorer
+    from evalduck.flows.engine.portable import portable_scorer
 
     portable = {s.id: portable_scorer(s) for s in scorers}
     if not target.calls:
@@ -180,7 +180,7 @@ def dask_dispatch(plan: RunPlan) -> Iterator[DaskDispatch]:
             "threads_per_worker": threads_per_worker(options.concurrency, options.workers)})
     local = contextlib.nullcontext() if options.dask_address else _workers_skip_the_callers_main()
     with local, _api_for_workers(), runner:
-        from flows.engine.portable import QuietTaskRuns
+        from evalduck.flows.engine.portable import QuietTaskRuns
 
         runner.client.register_plugin(QuietTaskRuns())  # connects (or starts the cluster) here, off the run's loop
         yield DaskDispatch(plan, runner, portable, _scattered_context(runner.client))
@@ -212,7 +212,7 @@ def _scattered_context(client: Any) -> Any:
     """The flow run's Prefect context, serialised once and held on every worker for the run."""
     from prefect.context import serialize_context
 
-    from flows.engine.portable import RunContext
+    from evalduck.flows.engine.portable import RunContext
 
     return client.scatter([RunContext(serialize_context())], broadcast=True, hash=False)[0]
 

@@ -8,18 +8,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
-from scorers import JudgeTransport, LiteLLMTransport, Scorer, ScorerInput
+from evalduck.scorers import JudgeTransport, LiteLLMTransport, Scorer, ScorerInput
 
-from flows.config import RunOptions
-from flows.datasets import DatasetItem
-from flows.progress import ProgressSink
-from flows.registry import Skipped
-from flows.store import ScoreRow, Store
-from flows.targets import Target
+from evalduck.flows.config import RunOptions
+from evalduck.flows.datasets import DatasetItem
+from evalduck.flows.progress import ProgressSink
+from evalduck.flows.registry import Skipped
+from evalduck.flows.store import ScoreRow, Store
+from evalduck.flows.targets import Target
 
 if TYPE_CHECKING:
-    from flows.engine.dispatch import Dispatch
-    from flows.engine.portable import PortableScorer
+    from evalduck.flows.engine.dispatch import Dispatch
+    from evalduck.flows.engine.portable import PortableScorer
 
 __all__ = ("RunPlan", "ItemResult", "ItemState", "FailFast", "MisconfiguredRun", "StoreWriteError")
 
@@ -51,7 +51,7 @@ class ItemResult(BaseModel):
 
 @dataclass
 class RunPlan:
-    """Everything ``execute`` needs, built and checked by ``flows.prepare`` before any call is made. The
+    """Everything ``execute`` needs, built and checked by ``evalduck.flows.prepare`` before any call is made. The
     run's options travel whole (``options``); the rest is what preparing them produced."""
 
     run_id: str
@@ -68,9 +68,9 @@ class RunPlan:
     sink: ProgressSink | None = None
     # Where the run's judge and model requests go (the flow picks litellm here or the judge child process).
     transport: JudgeTransport = field(default_factory=LiteLLMTransport)
-    # Where its task runs execute (flows.engine.dispatch): None, this process; the flow sets Dask's.
+    # Where its task runs execute (evalduck.flows.engine.dispatch): None, this process; the flow sets Dask's.
     dispatch: Dispatch | None = None
-    # Runner 'dask': each scorer as a worker gets it, by scorer id (made and checked by flows.prepare).
+    # Runner 'dask': each scorer as a worker gets it, by scorer id (made and checked by evalduck.flows.prepare).
     portable: Mapping[str, PortableScorer] | None = None
 
     def wanted(self, item_id: str, scorer_id: str) -> bool:

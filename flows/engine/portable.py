@@ -3,7 +3,7 @@ to make with it. Every object here pickles (cloudpickle, as Dask sends it) and h
 process: no store, no judge child, no event loop; on the worker, judge requests go through litellm there.
 
 A scorer travels as its own pickle when it has one (cloudpickle sends closures by value), else as its
-prebuilt spec (id and options, rebuilt by ``scorers.PREBUILT`` on the worker). Either way it is built once
+prebuilt spec (id and options, rebuilt by ``evalduck.scorers.PREBUILT`` on the worker). Either way it is built once
 per worker process, keyed by a digest of what was sent.
 
 prefect-dask runs each async task with ``asyncio.run``, a new event loop per task run. That costs a task
@@ -35,10 +35,10 @@ from uuid import UUID
 
 import cloudpickle
 from distributed.diagnostics.plugin import WorkerPlugin
-from scorers import PREBUILT, ConfigError, LiteLLMTransport, Scorer, StepContext, StepOutput, canonical_json
+from evalduck.scorers import PREBUILT, ConfigError, LiteLLMTransport, Scorer, StepContext, StepOutput, canonical_json
 
-from flows.datasets import DatasetItem
-from flows.targets import Target
+from evalduck.flows.datasets import DatasetItem
+from evalduck.flows.targets import Target
 
 if TYPE_CHECKING:
     from prefect import Task
@@ -183,7 +183,7 @@ class RemoteCodeStep:
     contexts: list[StepContext]
 
     async def __call__(self) -> list[dict[str, Any]]:
-        from flows.tasks import run_code_step  # flows.tasks imports prefect: on the worker, it is there
+        from evalduck.flows.tasks import run_code_step  # evalduck.flows.tasks imports prefect: on the worker, it is there
 
         return await run_code_step(self.scorer.step(self.step_name), self.contexts)
 
@@ -251,13 +251,13 @@ def run_task_run(task: Task[..., Any], task_run_id: UUID, parameters: dict[str, 
 
 class QuietTaskRuns(WorkerPlugin):  # type: ignore[misc]
     """On each worker, Prefect's two routine lines per task run dropped, by the flow's own rule
-    (``flows.runtime.quiet_task_run_info``): without it a worker prints them on its stderr, which for a
+    (``evalduck.flows.runtime.quiet_task_run_info``): without it a worker prints them on its stderr, which for a
     LocalCluster is the user's terminal."""
 
     name = "evalduck-quiet-task-runs"
 
     def setup(self, worker: Any) -> None:
-        from flows.runtime import quiet_task_run_info
+        from evalduck.flows.runtime import quiet_task_run_info
 
         self._quiet = quiet_task_run_info()
         self._quiet.__enter__()

@@ -1,7 +1,7 @@
 """Where each step runs: a judge step as one Prefect task per item, a code step as one task over a batch
 of items (a chunk of a code-only scorer, or a judge scorer's micro-batch), the target as one task per item.
 
-Each ``run_step`` below is a ``scorers.RunStep`` for ``scorers.walk_steps``: the walk through a scorer's
+Each ``run_step`` below is a ``evalduck.scorers.RunStep`` for ``evalduck.scorers.walk_steps``: the walk through a scorer's
 steps is the library's, and this module only says where a step goes.
 """
 
@@ -13,14 +13,14 @@ from typing import Any
 
 from prefect import Task
 from prefect.states import aget_state_exception
-from scorers import JudgeConfigError, NotScorable, RunStep, Step, StepContext, StepOutput
+from evalduck.scorers import JudgeConfigError, NotScorable, RunStep, Step, StepContext, StepOutput
 
-from flows.datasets import DatasetItem
-from flows.engine.batches import StepBatcher
-from flows.engine.cells import error_text
-from flows.engine.dispatch import LocalDispatch
-from flows.engine.plan import MisconfiguredRun, RunPlan
-from flows.tasks import NOT_SCORABLE, RateLimiter, chunk_key, code_chunk_task, judge_step_task, target_task
+from evalduck.flows.datasets import DatasetItem
+from evalduck.flows.engine.batches import StepBatcher
+from evalduck.flows.engine.cells import error_text
+from evalduck.flows.engine.dispatch import LocalDispatch
+from evalduck.flows.engine.plan import MisconfiguredRun, RunPlan
+from evalduck.flows.tasks import NOT_SCORABLE, RateLimiter, chunk_key, code_chunk_task, judge_step_task, target_task
 
 __all__ = ("StepFailed", "StepRunner", "span")
 

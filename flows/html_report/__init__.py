@@ -7,8 +7,8 @@ Importing the package is cheap: the chart renderer and the template engine load 
 
 from __future__ import annotations
 
-from flows.html_report.direction import direction_label, scorer_directions
-from flows.html_report.stats import (
+from evalduck.flows.html_report.direction import direction_label, scorer_directions
+from evalduck.flows.html_report.stats import (
     DEFAULT_LAST,
     ScorerStats,
     previous_completed,
@@ -17,7 +17,7 @@ from flows.html_report.stats import (
     trend_by_scorer,
     trend_run_ids,
 )
-from flows.html_report.writer import WrittenReport, default_report_path, write_report
+from evalduck.flows.html_report.writer import WrittenReport, default_report_path, write_report
 
 __all__ = (
     "DEFAULT_LAST",

@@ -14,19 +14,19 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from flows.html_report.stats import ScorerStats
+from evalduck.flows.html_report.stats import ScorerStats
 
 __all__ = ("histograms_svg", "trend_svg", "deltas_svg", "small_trend_data_uri", "run_label")
 
 
 @cache
 def _spec(name: str) -> str:
-    return (resources.files("flows.html_report") / "charts" / f"{name}.vl.json").read_text(encoding="utf-8")
+    return (resources.files("evalduck.flows.html_report") / "charts" / f"{name}.vl.json").read_text(encoding="utf-8")
 
 
 def _draw(name: str, values: list[dict[str, Any]]) -> str:
     """By the folder's warm renderer in a run the warm starter forked (no runtime start to pay), else here."""
-    from flows.warm.renderer import draw_svg
+    from evalduck.flows.warm.renderer import draw_svg
 
     spec = json.loads(_spec(name))
     spec["data"] = {"values": values}

@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flows.html_report.direction import scorer_directions
-from flows.html_report.reader import Records, one_connection
-from flows.html_report.stats import DEFAULT_LAST, ScorerStats, previous_completed, scorer_stats, trend_run_ids
-from flows.measures import measures_line, scorer_descriptions
-from flows.store import RunRecord, Store
+from evalduck.flows.html_report.direction import scorer_directions
+from evalduck.flows.html_report.reader import Records, one_connection
+from evalduck.flows.html_report.stats import DEFAULT_LAST, ScorerStats, previous_completed, scorer_stats, trend_run_ids
+from evalduck.flows.measures import measures_line, scorer_descriptions
+from evalduck.flows.store import RunRecord, Store
 
 __all__ = ("MOVED_ITEMS", "Header", "ScorerSection", "MovedItem", "ScorerComparison", "ReportData", "gather")
 

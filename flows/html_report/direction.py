@@ -7,8 +7,8 @@ every scorer before issue 13 was.
 
 from __future__ import annotations
 
-from flows.gate import direction_label
-from flows.html_report.reader import Records
+from evalduck.flows.gate import direction_label
+from evalduck.flows.html_report.reader import Records
 
 __all__ = ("scorer_directions", "direction_label")
 

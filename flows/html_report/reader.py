@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from flows.store import Store
+from evalduck.flows.store import Store
 
 __all__ = ("Records", "store_records", "one_connection")
 

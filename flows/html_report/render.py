@@ -15,17 +15,17 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from flows.display import visible, visible_rule
-from flows.html_report.charts import deltas_svg, histograms_svg, trend_svg
-from flows.html_report.data import ReportData
-from flows.html_report.direction import direction_label
+from evalduck.flows.display import visible, visible_rule
+from evalduck.flows.html_report.charts import deltas_svg, histograms_svg, trend_svg
+from evalduck.flows.html_report.data import ReportData
+from evalduck.flows.html_report.direction import direction_label
 
 __all__ = ("render_html",)
 
 
 @cache
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("flows.html_report", "templates"), finalize=_shown,
+    env = jinja2.Environment(loader=jinja2.PackageLoader("evalduck.flows.html_report", "templates"), finalize=_shown,
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(when=_when, seconds=_seconds, usd=_usd, num=_num, signed=_signed, interval=_interval,
                        direction=direction_label, short_hashes=_short_hashes)
@@ -41,7 +41,7 @@ def _shown(value: Any) -> Any:
 
 @cache
 def _asset(name: str) -> str:
-    return (resources.files("flows.html_report") / "templates" / name).read_text(encoding="utf-8")
+    return (resources.files("evalduck.flows.html_report") / "templates" / name).read_text(encoding="utf-8")
 
 
 def _when(value: datetime | None) -> str:

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from flows.html_report.reader import Records
+from evalduck.flows.html_report.reader import Records
 
 __all__ = ("DEFAULT_LAST", "ScorerStats", "scorer_stats", "trend_run_ids", "previous_completed", "sparkline",
            "trend_by_scorer")

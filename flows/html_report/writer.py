@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from flows.html_report.stats import DEFAULT_LAST
-from flows.store import Store
+from evalduck.flows.html_report.stats import DEFAULT_LAST
+from evalduck.flows.store import Store
 
 __all__ = ("WrittenReport", "default_report_path", "write_report")
 
@@ -38,8 +38,8 @@ def write_report(
     path: Path | None = None, ui_url: str | None = None,
 ) -> WrittenReport:
     """Gather, render and write the report of ``run`` (any reference); the file appears whole or not at all."""
-    from flows.html_report.data import gather
-    from flows.html_report.render import render_html
+    from evalduck.flows.html_report.data import gather
+    from evalduck.flows.html_report.render import render_html
 
     started = time.perf_counter()
     data = gather(store, run, against=against, compare_previous=compare_previous, last=last, ui_url=ui_url)

@@ -9,11 +9,11 @@ credentials.py (the basic auth of a server evalduck starts), lifecycle.py (serve
 
 from __future__ import annotations
 
-from flows.server import credentials, lifecycle, pool, processes, state
-from flows.server.credentials import *  # noqa: F403
-from flows.server.lifecycle import *  # noqa: F403 - the package's names are its modules' names
-from flows.server.pool import *  # noqa: F403
-from flows.server.processes import *  # noqa: F403
-from flows.server.state import *  # noqa: F403
+from evalduck.flows.server import credentials, lifecycle, pool, processes, state
+from evalduck.flows.server.credentials import *  # noqa: F403
+from evalduck.flows.server.lifecycle import *  # noqa: F403 - the package's names are its modules' names
+from evalduck.flows.server.pool import *  # noqa: F403
+from evalduck.flows.server.processes import *  # noqa: F403
+from evalduck.flows.server.state import *  # noqa: F403
 
 __all__ = (*state.__all__, *credentials.__all__, *processes.__all__, *pool.__all__, *lifecycle.__all__)

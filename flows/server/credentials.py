@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 
-from flows.server.state import ServeError
+from evalduck.flows.server.state import ServeError
 
 __all__ = (
     "auth_path", "folder_auth", "new_auth", "client_env", "server_env", "client_auth", "authenticates", "login_hint",

@@ -10,18 +10,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from flows.folder import STATE_DIR_ENV
-from flows.settings import CACHE_DIR_ENV, DB_ENV
+from evalduck.flows.folder import STATE_DIR_ENV
+from evalduck.flows.settings import CACHE_DIR_ENV, DB_ENV
 
 
-from flows.server.credentials import authenticates, client_auth, client_env, folder_auth, login_hint, server_env
-from flows.server.pool import (
+from evalduck.flows.server.credentials import authenticates, client_auth, client_env, folder_auth, login_hint, server_env
+from evalduck.flows.server.pool import (
     deploy_all,
     ensure_work_pool,
     ui_api_url,
     wait_worker_online,
 )
-from flows.server.processes import (
+from evalduck.flows.server.processes import (
     ensure_starter,
     is_alive,
     is_healthy,
@@ -32,7 +32,7 @@ from flows.server.processes import (
     stop_worker,
     wait_healthy,
 )
-from flows.server.state import (
+from evalduck.flows.server.state import (
     DEFAULT_PORT,
     WORK_POOL,
     ServeError,

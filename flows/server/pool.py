@@ -17,8 +17,8 @@ import httpx
 if TYPE_CHECKING:
     from prefect.client.orchestration import SyncPrefectClient
 
-from flows.server.processes import log_tail
-from flows.server.state import WORK_POOL, ServeError, child_env, prefect_executable
+from evalduck.flows.server.processes import log_tail
+from evalduck.flows.server.state import WORK_POOL, ServeError, child_env, prefect_executable
 
 
 __all__ = ("ui_api_url", "flow_run_command", "ensure_work_pool", "wait_worker_online", "deploy_all")
@@ -51,7 +51,7 @@ def _client(api_url: str) -> Iterator[SyncPrefectClient]:
 def flow_run_command() -> str:
     """What the worker runs for a flow run: the warm starter's client (flows/warm/flow_run.py), which falls
     back to Prefect's own `python -m prefect.engine`, with this environment's interpreter."""
-    return shlex.join([sys.executable, "-m", "flows.warm.flow_run"])
+    return shlex.join([sys.executable, "-m", "evalduck.flows.warm.flow_run"])
 
 
 def _job_template() -> dict[str, Any]:

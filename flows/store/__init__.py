@@ -5,13 +5,13 @@ Never imports prefect, so the results CLI starts fast.
 
 from __future__ import annotations
 
-from flows.store.errors import SchemaVersionError, StoreDiskError, StoreError, StoreLockedError, UnknownRunError
-from flows.store.ids import item_id, item_ids
-from flows.store.resume import DatasetMismatchError, check_resume_dataset
-from flows.store.models import QueryResult, RunRecord, ScoreRow, ScoreStatus
-from flows.store.schema import SCHEMA_VERSION
-from flows.store.store import RUN_STATUSES, RunSummary, Store, default_db_path
-from flows.store.writer import ResultWriter
+from evalduck.flows.store.errors import SchemaVersionError, StoreDiskError, StoreError, StoreLockedError, UnknownRunError
+from evalduck.flows.store.ids import item_id, item_ids
+from evalduck.flows.store.resume import DatasetMismatchError, check_resume_dataset
+from evalduck.flows.store.models import QueryResult, RunRecord, ScoreRow, ScoreStatus
+from evalduck.flows.store.schema import SCHEMA_VERSION
+from evalduck.flows.store.store import RUN_STATUSES, RunSummary, Store, default_db_path
+from evalduck.flows.store.writer import ResultWriter
 
 __all__ = (
     "Store",

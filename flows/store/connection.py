@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 
-from flows.store.errors import StoreLockedError
+from evalduck.flows.store.errors import StoreLockedError
 
 __all__ = ("connect", "held", "lock_timeout", "is_lock_error", "lock_holder", "transaction")
 

@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from scorers import canonical_json
+from evalduck.scorers import canonical_json
 
 __all__ = ("item_id", "item_ids")
 

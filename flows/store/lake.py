@@ -28,8 +28,8 @@ from typing import TypeVar
 
 import duckdb
 
-from flows.store.errors import StoreError
-from flows.store.target import StoreTarget
+from evalduck.flows.store.errors import StoreError
+from evalduck.flows.store.target import StoreTarget
 
 __all__ = ("session", "retry_conflicts", "is_conflict", "touch_write_token", "ensure_write_token", "LAKE_ALIAS")
 

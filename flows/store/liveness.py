@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 
-from flows.store.connection import transaction
+from evalduck.flows.store.connection import transaction
 
 __all__ = ("Writer", "this_writer", "writer_alive", "gone_writers", "mark_interrupted_runs")
 

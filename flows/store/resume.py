@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import shlex
 
-from flows.store.errors import StoreError
-from flows.store.store import Store
+from evalduck.flows.store.errors import StoreError
+from evalduck.flows.store.store import Store
 
 __all__ = ("DatasetMismatchError", "check_resume_dataset")
 

@@ -11,9 +11,9 @@ from importlib import resources
 
 import duckdb
 
-from flows.store.connection import transaction
-from flows.store.errors import SchemaVersionError, StoreError
-from flows.store.tdist import t_quantile_table
+from evalduck.flows.store.connection import transaction
+from evalduck.flows.store.errors import SchemaVersionError, StoreError
+from evalduck.flows.store.tdist import t_quantile_table
 
 __all__ = ("SCHEMA_VERSION", "MIGRATIONS", "current_version", "check_readable", "migrate", "macros_sql")
 
@@ -103,7 +103,7 @@ SCHEMA_VERSION = max(MIGRATIONS)
 
 def macros_sql() -> str:
     """The text of the views and macros stored in every file."""
-    return resources.files("flows.store").joinpath("macros.sql").read_text(encoding="utf-8")
+    return resources.files("evalduck.flows.store").joinpath("macros.sql").read_text(encoding="utf-8")
 
 
 def macros_fingerprint() -> str:

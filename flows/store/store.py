@@ -19,16 +19,16 @@ from typing import Any, TypeVar
 import duckdb
 from pydantic import BaseModel
 
-from flows.settings import default_db_path
-from flows.store import lake
-from flows.store.connection import connect, held, transaction
-from flows.store.errors import StoreDiskError, StoreError, UnknownRunError, disk_refusal, write_refused
-from flows.store.liveness import gone_writers, mark_interrupted_runs, this_writer
-from flows.redact import redact_urls
-from flows.store.models import SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
-from flows.store.schema import check_readable, migrate
-from flows.store.target import StoreTarget, parse_target
-from flows.store.upsert import (
+from evalduck.flows.settings import default_db_path
+from evalduck.flows.store import lake
+from evalduck.flows.store.connection import connect, held, transaction
+from evalduck.flows.store.errors import StoreDiskError, StoreError, UnknownRunError, disk_refusal, write_refused
+from evalduck.flows.store.liveness import gone_writers, mark_interrupted_runs, this_writer
+from evalduck.flows.redact import redact_urls
+from evalduck.flows.store.models import SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
+from evalduck.flows.store.schema import check_readable, migrate
+from evalduck.flows.store.target import StoreTarget, parse_target
+from evalduck.flows.store.upsert import (
     ITEM_COLUMNS, RUN_SCORER_COLUMNS, item_tuples, replace_run_rows, score_tuples, to_json, upsert, utcnow,
 )
 
@@ -246,7 +246,7 @@ class Store:
     def write_items(self, run_id: str, items: Sequence[Mapping[str, Any]]) -> int:
         """Upsert items (item_id, input, output, ground_truth, request_context, metadata); returns the count.
 
-        An item without `item_id` gets `flows.store.ids.item_id(item)`. camelCase keys are accepted.
+        An item without `item_id` gets `evalduck.flows.store.ids.item_id(item)`. camelCase keys are accepted.
         """
         return self.write_batch(run_id, items=items)[0]
 

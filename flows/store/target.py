@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from flows.settings import DUCKLAKE_PREFIX
+from evalduck.flows.settings import DUCKLAKE_PREFIX
 
 __all__ = ("StoreTarget", "parse_target", "DUCKLAKE_PREFIX")
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import duckdb
 
-from flows.store.ids import item_id as compute_item_id
-from flows.store.models import JSON_SCORE_COLUMNS, SCORE_COLUMNS, ScoreRow
+from evalduck.flows.store.ids import item_id as compute_item_id
+from evalduck.flows.store.models import JSON_SCORE_COLUMNS, SCORE_COLUMNS, ScoreRow
 
 __all__ = ("ITEM_COLUMNS", "RUN_SCORER_COLUMNS", "item_tuples", "score_tuples", "upsert", "replace_run_rows", "to_json",
            "utcnow")

@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from flows.store.errors import StoreDiskError, StoreLockedError
-from flows.store.models import ScoreRow
-from flows.store.store import Store
+from evalduck.flows.store.errors import StoreDiskError, StoreLockedError
+from evalduck.flows.store.models import ScoreRow
+from evalduck.flows.store.store import Store
 
 __all__ = ("ResultWriter",)
 

@@ -29,7 +29,7 @@ import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
-from flows.warm.wire import NotOurs, caller_process, connect_own, recv, send
+from evalduck.flows.warm.wire import NotOurs, caller_process, connect_own, recv, send
 
 __all__ = ("active", "announce_run", "become_judge", "die_with_starter", "become_run", "refresh_prefect",
            "remember_settings", "start_judge_child")
@@ -143,9 +143,9 @@ def become_run(
         sys.path[0] = message["path0"]
     _starter_socket, _client = starter_socket, client if message["kind"] == "cli" else None
     install_judge_launcher()
-    import flows.eval_flow
+    import evalduck.flows.eval_flow
 
-    flows.eval_flow.run_started = announce_run
+    evalduck.flows.eval_flow.run_started = announce_run
     if message["kind"] == "engine":
         refresh_prefect()  # `evalduck run` does it itself, once it has set its console's log level
     _exit(_run(message["kind"]))
@@ -156,7 +156,7 @@ def announce_run(run_id: str) -> None:
     dies before the run ends can name them."""
     if _client is None:
         return
-    from flows.cli.run_stops import resume_command
+    from evalduck.flows.cli.run_stops import resume_command
 
     try:
         send(_client, {"run": run_id, "resume": resume_command(run_id)})
@@ -171,7 +171,7 @@ def _run(kind: str) -> int:
                 warnings.simplefilter("ignore", RuntimeWarning)
                 runpy.run_module("prefect.engine", run_name="__main__", alter_sys=True)
         else:
-            from flows.cli import main
+            from evalduck.flows.cli import main
 
             main()
         return 0
@@ -214,7 +214,7 @@ def become_judge(message: dict[str, Any], fds: list[int]) -> NoReturn:
     conn_fd, *streams = fds
     devnull = os.open(os.devnull, os.O_RDONLY)
     _take_over(message, [devnull, *streams])
-    from flows.judge_child import child_main
+    from evalduck.flows.judge_child import child_main
 
     child_main(conn_fd)
     _exit(0)
@@ -251,7 +251,7 @@ class StarterChild:
 
 def start_judge_child(child: socket.socket, env: dict[str, str]) -> Any:
     """Ask the starter for a judge child serving ``child``; judge_process's own way if it cannot."""
-    from flows import judge_process
+    from evalduck.flows import judge_process
 
     assert _starter_socket is not None
     try:
@@ -271,6 +271,6 @@ def start_judge_child(child: socket.socket, env: dict[str, str]) -> Any:
 
 
 def install_judge_launcher() -> None:
-    from flows import judge_process
+    from evalduck.flows import judge_process
 
     judge_process.start_child = start_judge_child

@@ -21,8 +21,8 @@ import socket
 import sys
 from typing import NoReturn
 
-from flows.folder import project_state_dir
-from flows.warm.wire import SUPPORTED, NotOurs, caller_process, connect_own, identity, recorded_socket, recv, send
+from evalduck.flows.folder import project_state_dir
+from evalduck.flows.warm.wire import SUPPORTED, NotOurs, caller_process, connect_own, identity, recorded_socket, recv, send
 
 __all__ = ("exit_like", "run_via_starter")
 

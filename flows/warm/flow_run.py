@@ -1,4 +1,4 @@
-"""The flow-run command of the folder's process worker (`python -m flows.warm.flow_run`, set as the work
+"""The flow-run command of the folder's process worker (`python -m evalduck.flows.warm.flow_run`, set as the work
 pool's default command by flows/server.py): the flow run in a child of the warm starter, which has Prefect
 and the flows imported already; without one, `python -m prefect.engine` in this process, as Prefect's own
 default command does."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import runpy
 import sys
 
-from flows.warm.client import exit_like, run_via_starter
+from evalduck.flows.warm.client import exit_like, run_via_starter
 
 
 def main() -> None:

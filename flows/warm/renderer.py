@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
-from flows.warm.wire import NotOurs, close_fds, connect_own, peer, recv, send
+from evalduck.flows.warm.wire import NotOurs, close_fds, connect_own, peer, recv, send
 
 __all__ = ("TIMEOUT_S", "draw_in_process", "draw_svg", "main", "serve", "use_socket")
 
@@ -155,7 +155,7 @@ def _log(line: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
-    """``python -m flows.warm.renderer SOCKET``: a renderer on its own (the starter forks its own instead)."""
+    """``python -m evalduck.flows.warm.renderer SOCKET``: a renderer on its own (the starter forks its own instead)."""
     args = sys.argv[1:] if argv is None else argv
     serve(bind(Path(args[0])))
 

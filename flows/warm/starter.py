@@ -1,7 +1,7 @@
 """The warm starter process: import what every run imports, then fork one child per request.
 
 Started in the background next to the folder's Prefect server (flows/local_server.py, flows/server.py) as
-``python -P -m flows.warm.starter STATE_DIR [--after PID]``; recorded in the folder's state file; ended by `evalduck stop`
+``python -P -m evalduck.flows.warm.starter STATE_DIR [--after PID]``; recorded in the folder's state file; ended by `evalduck stop`
 (SIGTERM). It runs one thread and one selector loop: the listening socket, one socket per running client
 and one pidfd per child. A child is forked only from that single thread with nothing else running, so it
 inherits no lock held by another thread. The user's code (a target module, custom scorers, the dataset) is
@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from flows.folder import wait_until_quiet
-from flows.warm.wire import (
+from evalduck.flows.folder import wait_until_quiet
+from evalduck.flows.warm.wire import (
     PACKAGES_ROOT, apply_process, close_fds, frozen_env, own_folder, peer, recv, send, socket_path,
 )
 
 __all__ = ("MARKER", "PRELOADS", "code_fingerprint", "main")
 
-MARKER = "flows.warm.starter"  # in the starter's command line: how a recorded pid is recognised as ours
+MARKER = "evalduck.flows.warm.starter"  # in the starter's command line: how a recorded pid is recognised as ours
 # Imported once here instead of in every run: Prefect and its engines (~2-4 s), evalduck's flows, CLI and
 # store, and litellm (~5 s, for the judge children this process forks). Modules whose import starts a
 # thread must not be listed: `main` refuses to serve if one did.
@@ -56,15 +56,15 @@ PRELOADS = (
     "prefect.results",
     "prefect.artifacts",
     "fastapi.encoders",  # imported by Prefect at a flow run's start, to serialise its parameters (~0.4 s)
-    "flows.cli",
-    "flows.cli.run",
-    "flows.eval_flow",
-    "flows.regression_flow",
-    "flows.local_server",
-    "flows.store",
-    "flows.judge_process",
+    "evalduck.flows.cli",
+    "evalduck.flows.cli.run",
+    "evalduck.flows.eval_flow",
+    "evalduck.flows.regression_flow",
+    "evalduck.flows.local_server",
+    "evalduck.flows.store",
+    "evalduck.flows.judge_process",
     "litellm",
-    "scorers.judge",
+    "evalduck.scorers.judge",
 )
 _KINDS = ("cli", "engine")
 # What a client may pass on to its run's process group, as what: Ctrl-Z (SIGTSTP) stops the run with SIGSTOP,
@@ -155,7 +155,7 @@ class Starter:
             return
         try:
             if self.render_listener is None:
-                from flows.warm.renderer import bind
+                from evalduck.flows.warm.renderer import bind
 
                 self.render_listener = bind(self.render_path)
             pid = os.fork()
@@ -164,7 +164,7 @@ class Starter:
             return
         if pid == 0:
             try:
-                from flows.warm import child, renderer
+                from evalduck.flows.warm import child, renderer
 
                 child.die_with_starter()
                 for sig in (signal.SIGTERM, signal.SIGINT):  # not the starter's handlers: it ends as killed
@@ -267,11 +267,11 @@ class Starter:
                     os._exit(0)
                 os.write(ready_w, b"ok")
                 os.close(ready_w)
-                from flows.warm import child
+                from evalduck.flows.warm import child
 
                 if judge:
                     child.become_judge(message, fds)
-                from flows.warm import renderer
+                from evalduck.flows.warm import renderer
 
                 renderer.use_socket(render_socket)
                 child.become_run(message, fds, str(self.path), client)
@@ -368,15 +368,15 @@ def _log(line: str) -> None:
 
 
 def _preload() -> None:
-    from flows.settings import apply_process_defaults
+    from evalduck.flows.settings import apply_process_defaults
 
     apply_process_defaults()
     started = time.monotonic()
     for name in PRELOADS:
         importlib.import_module(name)
-    from flows.warm.child import remember_settings
-    from scorers import PREBUILT
-    from scorers._cache_key import source_digest
+    from evalduck.flows.warm.child import remember_settings
+    from evalduck.scorers import PREBUILT
+    from evalduck.scorers._cache_key import source_digest
 
     remember_settings()
     # The prebuilt scorers' code digests (cache keys): read and parsed here once, not in every run. A child

@@ -5,9 +5,9 @@ The sixteen factories are exported by the names ``_catalog.FACTORIES`` gives, so
 
 from __future__ import annotations
 
-from scorers.prebuilt import _catalog
-from scorers.prebuilt._catalog import *  # noqa: F403 - the factories, by their names
-from scorers.prebuilt._catalog import PREBUILT
-from scorers.prebuilt._declare import PrebuiltScorer
+from evalduck.scorers.prebuilt import _catalog
+from evalduck.scorers.prebuilt._catalog import *  # noqa: F403 - the factories, by their names
+from evalduck.scorers.prebuilt._catalog import PREBUILT
+from evalduck.scorers.prebuilt._declare import PrebuiltScorer
 
 __all__ = ("PREBUILT", "PrebuiltScorer", *(factory.__name__ for factory in _catalog.FACTORIES))

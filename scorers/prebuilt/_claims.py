@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from scorers._context import StepContext
-from scorers._scorer import Scorer
-from scorers._step import JudgePrompt
-from scorers.prebuilt._judged import (
+from evalduck.scorers._context import StepContext
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers._step import JudgePrompt
+from evalduck.scorers.prebuilt._judged import (
     block,
     context_block,
     context_resolver,
@@ -25,7 +25,7 @@ from scorers.prebuilt._judged import (
     shortcut_reason,
     step_result,
 )
-from scorers.prebuilt._text import answer
+from evalduck.scorers.prebuilt._text import answer
 
 __all__ = ("Claims", "ClaimsJudge", "claims", "claims_scorer", "claims_step")
 

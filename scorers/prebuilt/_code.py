@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from scorers._context import ScorerInput, StepContext
-from scorers._scorer import Scorer, create_scorer
-from scorers.prebuilt._text import answer, reference_or_input
+from evalduck.scorers._context import ScorerInput, StepContext
+from evalduck.scorers._scorer import Scorer, create_scorer
+from evalduck.scorers.prebuilt._text import answer, reference_or_input
 
 __all__ = ("analyze_then_score", "code_scorer", "on_reference_and_output")
 

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from scorers import _cache_key
+from evalduck.scorers import _cache_key
 
 if TYPE_CHECKING:
-    from scorers._scorer import Scorer
+    from evalduck.scorers._scorer import Scorer
 
 __all__ = ("PrebuiltScorer", "prebuilt")
 
@@ -22,7 +22,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 @dataclass(frozen=True)
 class PrebuiltScorer:
     """A prebuilt scorer: its id, its factory (``factory(options)``), whether it calls a judge, its version,
-    its direction and what it measures (one line, the built scorer's ``description``), as ``scorers.PREBUILT``
+    its direction and what it measures (one line, the built scorer's ``description``), as ``evalduck.scorers.PREBUILT``
     lists it."""
 
     id: str

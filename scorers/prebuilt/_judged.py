@@ -12,11 +12,11 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
-from scorers._context import StepContext
-from scorers._rounding import round_half_up
-from scorers._scorer import Scorer, create_scorer
-from scorers.prebuilt._options import JudgeOptions, ScaleOptions
-from scorers.prebuilt._passages import ContextOption, resolve_context
+from evalduck.scorers._context import StepContext
+from evalduck.scorers._rounding import round_half_up
+from evalduck.scorers._scorer import Scorer, create_scorer
+from evalduck.scorers.prebuilt._options import JudgeOptions, ScaleOptions
+from evalduck.scorers.prebuilt._passages import ContextOption, resolve_context
 
 __all__ = (
     "ContextJudgeOptions",

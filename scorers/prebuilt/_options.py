@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from scorers._errors import ConfigError, describe_validation
-from scorers._judge import JudgeSettings
+from evalduck.scorers._errors import ConfigError, describe_validation
+from evalduck.scorers._judge import JudgeSettings
 
 __all__ = ("OptionsModel", "NoOptions", "ScaleOptions", "JudgeOptions", "parse_options")
 

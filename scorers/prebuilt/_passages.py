@@ -16,9 +16,9 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
-from scorers._context import ScorerInput
-from scorers._errors import NotScorable
-from scorers._tools import tool_results
+from evalduck.scorers._context import ScorerInput
+from evalduck.scorers._errors import NotScorable
+from evalduck.scorers._tools import tool_results
 
 __all__ = ("ContextOption", "check_context_option", "resolve_context")
 

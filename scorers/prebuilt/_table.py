@@ -1,6 +1,6 @@
 """docs/scorers.md's catalogue table, generated from ``PREBUILT`` so the page cannot drift from the code.
 
-``python -m scorers.prebuilt._table docs/scorers.md`` rewrites the table between the page's markers;
+``python -m evalduck.scorers.prebuilt._table docs/scorers.md`` rewrites the table between the page's markers;
 ``--check`` exits 1 when the page's table differs (tests/scorers/test_docs.py runs it).
 """
 
@@ -11,12 +11,12 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from scorers.prebuilt._catalog import PREBUILT
-from scorers.prebuilt._declare import PrebuiltScorer
+from evalduck.scorers.prebuilt._catalog import PREBUILT
+from evalduck.scorers.prebuilt._declare import PrebuiltScorer
 
 __all__ = ("BEGIN", "END", "catalogue_table", "main", "with_table")
 
-BEGIN = "<!-- catalogue: generated from scorers.PREBUILT by `python -m scorers.prebuilt._table docs/scorers.md` -->"
+BEGIN = "<!-- catalogue: generated from evalduck.scorers.PREBUILT by `python -m evalduck.scorers.prebuilt._table docs/scorers.md` -->"
 END = "<!-- end of catalogue -->"
 
 
@@ -41,7 +41,7 @@ def with_table(page: str, table: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scorers.prebuilt._table", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m evalduck.scorers.prebuilt._table", description=__doc__)
     parser.add_argument("page", type=Path, help="the Markdown page with the table markers (docs/scorers.md)")
     parser.add_argument("--check", action="store_true", help="exit 1 when the page's table differs; change nothing")
     args = parser.parse_args(argv)
@@ -54,8 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if updated == page:
         return 0
     if args.check:
-        print(f"{args.page}: the catalogue table differs from scorers.PREBUILT; regenerate it with "
-              f"`python -m scorers.prebuilt._table {args.page}`", file=sys.stderr)
+        print(f"{args.page}: the catalogue table differs from evalduck.scorers.PREBUILT; regenerate it with "
+              f"`python -m evalduck.scorers.prebuilt._table {args.page}`", file=sys.stderr)
         return 1
     args.page.write_text(updated, encoding="utf-8")
     return 0

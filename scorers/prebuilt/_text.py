@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from scorers._context import ScorerInput
-from scorers._errors import ScorerInputError
-from scorers._messages import input_text, output_text, plain_text
+from evalduck.scorers._context import ScorerInput
+from evalduck.scorers._errors import ScorerInputError
+from evalduck.scorers._messages import input_text, output_text, plain_text
 
 __all__ = ("answer", "question", "reference_or_input")
 

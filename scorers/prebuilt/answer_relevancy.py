@@ -13,14 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from scorers._context import StepContext
-from scorers._rounding import round_half_up
-from scorers._scorer import Scorer
-from scorers._step import JudgePrompt
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._judged import judge_scorer
-from scorers.prebuilt._options import JudgeOptions, ScaleOptions, parse_options
-from scorers.prebuilt._text import answer, question
+from evalduck.scorers._context import StepContext
+from evalduck.scorers._rounding import round_half_up
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers._step import JudgePrompt
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._judged import judge_scorer
+from evalduck.scorers.prebuilt._options import JudgeOptions, ScaleOptions, parse_options
+from evalduck.scorers.prebuilt._text import answer, question
 
 __all__ = ("SCORER_ID", "VERSION", "Statements", "Verdict", "Verdicts", "create_answer_relevancy_scorer", "relevancy_score")
 

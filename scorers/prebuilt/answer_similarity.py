@@ -12,13 +12,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StrictBool, field_validator
 
-from scorers._context import StepContext
-from scorers._errors import NotScorable
-from scorers._messages import plain_text
-from scorers._scorer import Scorer
-from scorers._step import JudgePrompt
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._judged import (
+from evalduck.scorers._context import StepContext
+from evalduck.scorers._errors import NotScorable
+from evalduck.scorers._messages import plain_text
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers._step import JudgePrompt
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._judged import (
     OneOf,
     block,
     json_block,
@@ -30,8 +30,8 @@ from scorers.prebuilt._judged import (
     shortcut_reason,
     step_result,
 )
-from scorers.prebuilt._options import JudgeOptions, ScaleOptions, parse_options
-from scorers.prebuilt._text import answer
+from evalduck.scorers.prebuilt._options import JudgeOptions, ScaleOptions, parse_options
+from evalduck.scorers.prebuilt._text import answer
 
 __all__ = (
     "SCORER_ID",

@@ -11,11 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from scorers._context import StepContext
-from scorers._scorer import Scorer
-from scorers._step import JudgePrompt
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._judged import (
+from evalduck.scorers._context import StepContext
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers._step import JudgePrompt
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._judged import (
     ScaledJudgeOptions,
     YesNo,
     block,
@@ -27,8 +27,8 @@ from scorers.prebuilt._judged import (
     shortcut_reason,
     step_result,
 )
-from scorers.prebuilt._options import parse_options
-from scorers.prebuilt._text import answer
+from evalduck.scorers.prebuilt._options import parse_options
+from evalduck.scorers.prebuilt._text import answer
 
 __all__ = ("SCORER_ID", "VERSION", "BiasResult", "BiasResults", "Opinions", "create_bias_scorer")
 

@@ -10,11 +10,11 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache, lru_cache
 from typing import Any
 
-from scorers._scorer import Scorer
-from scorers.prebuilt._code import code_scorer, on_reference_and_output
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._options import NoOptions, parse_options
-from scorers.prebuilt._versions import package_version
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers.prebuilt._code import code_scorer, on_reference_and_output
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._options import NoOptions, parse_options
+from evalduck.scorers.prebuilt._versions import package_version
 
 __all__ = ("SCORER_ID", "VERSION", "completeness_score", "covered", "create_completeness_scorer", "elements", "pieces")
 
@@ -37,7 +37,7 @@ def pieces(text: str) -> list[str]:
 
 @cache
 def _lemmatizer() -> Callable[[str], str]:
-    import simplemma  # imported on first use: `import scorers` stays light
+    import simplemma  # imported on first use: `import evalduck.scorers` stays light
 
     return lambda token: simplemma.lemmatize(token, lang="en")
 

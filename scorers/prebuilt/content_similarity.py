@@ -10,11 +10,11 @@ from typing import Any
 
 from pydantic import StrictBool
 
-from scorers._scorer import Scorer
-from scorers.prebuilt._code import code_scorer, on_reference_and_output
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._js_text import collapse_whitespace, delete_whitespace
-from scorers.prebuilt._options import OptionsModel, parse_options
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers.prebuilt._code import code_scorer, on_reference_and_output
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._js_text import collapse_whitespace, delete_whitespace
+from evalduck.scorers.prebuilt._options import OptionsModel, parse_options
 
 __all__ = ("SCORER_ID", "VERSION", "create_content_similarity_scorer", "dice", "processed")
 

@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictInt
 
-from scorers._context import StepContext
-from scorers._scorer import Scorer
-from scorers._step import JudgePrompt
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._judged import (
+from evalduck.scorers._context import StepContext
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers._step import JudgePrompt
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._judged import (
     ContextJudgeOptions,
     YesNo,
     block,
@@ -31,8 +31,8 @@ from scorers.prebuilt._judged import (
     shortcut_reason,
     step_result,
 )
-from scorers.prebuilt._options import parse_options
-from scorers.prebuilt._text import answer, question
+from evalduck.scorers.prebuilt._options import parse_options
+from evalduck.scorers.prebuilt._text import answer, question
 
 __all__ = ("SCORER_ID", "VERSION", "PassageVerdicts", "average_precision", "create_context_precision_scorer")
 

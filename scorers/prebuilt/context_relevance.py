@@ -14,11 +14,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StrictInt, field_validator
 
-from scorers._context import StepContext
-from scorers._scorer import Scorer
-from scorers._step import JudgePrompt
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._judged import (
+from evalduck.scorers._context import StepContext
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers._step import JudgePrompt
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._judged import (
     ContextJudgeOptions,
     OneOf,
     block,
@@ -32,8 +32,8 @@ from scorers.prebuilt._judged import (
     scaled,
     shortcut_reason,
 )
-from scorers.prebuilt._options import OptionsModel, parse_options
-from scorers.prebuilt._text import answer, question
+from evalduck.scorers.prebuilt._options import OptionsModel, parse_options
+from evalduck.scorers.prebuilt._text import answer, question
 
 __all__ = ("SCORER_ID", "VERSION", "ContextEvaluations", "Penalties", "create_context_relevance_scorer", "relevance_score")
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from scorers._scorer import Scorer
-from scorers.prebuilt._claims import ClaimsJudge, claims_scorer
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._judged import ContextJudgeOptions, YesNo
-from scorers.prebuilt._options import parse_options
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers.prebuilt._claims import ClaimsJudge, claims_scorer
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._judged import ContextJudgeOptions, YesNo
+from evalduck.scorers.prebuilt._options import parse_options
 
 __all__ = ("SCORER_ID", "VERSION", "HallucinationVerdict", "HallucinationVerdicts", "create_hallucination_scorer")
 

@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from scorers._scorer import Scorer
-from scorers.prebuilt._code import code_scorer, on_reference_and_output
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._js_text import split_on_whitespace, trim
-from scorers.prebuilt._options import NoOptions, parse_options
-from scorers.prebuilt._versions import package_version
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers.prebuilt._code import code_scorer, on_reference_and_output
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._js_text import split_on_whitespace, trim
+from evalduck.scorers.prebuilt._options import NoOptions, parse_options
+from evalduck.scorers.prebuilt._versions import package_version
 
 __all__ = ("SCORER_ID", "VERSION", "coverage_analysis", "coverage_score", "create_keyword_coverage_scorer", "keywords")
 
@@ -35,7 +35,7 @@ _DIGITS = re.compile("[0-9]+")
 
 @cache
 def _stop_words() -> frozenset[str]:
-    from stop_words import get_stop_words  # imported on first use: `import scorers` stays light
+    from stop_words import get_stop_words  # imported on first use: `import evalduck.scorers` stays light
 
     return frozenset(w.lower() for w in get_stop_words("english"))
 

@@ -14,15 +14,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from scorers._context import StepContext
-from scorers._errors import NotScorable
-from scorers._messages import input_text
-from scorers._scorer import Scorer
-from scorers._step import JudgePrompt
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._judged import ScaledJudgeOptions, block, json_block, judge_scorer, reason_prompt, scaled, shortcut_reason
-from scorers.prebuilt._options import parse_options
-from scorers.prebuilt._text import answer
+from evalduck.scorers._context import StepContext
+from evalduck.scorers._errors import NotScorable
+from evalduck.scorers._messages import input_text
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers._step import JudgePrompt
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._judged import ScaledJudgeOptions, block, json_block, judge_scorer, reason_prompt, scaled, shortcut_reason
+from evalduck.scorers.prebuilt._options import parse_options
+from evalduck.scorers.prebuilt._text import answer
 
 __all__ = ("SCORER_ID", "VERSION", "PromptAlignment", "alignment_score", "create_prompt_alignment_scorer", "system_prompt")
 

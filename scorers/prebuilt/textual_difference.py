@@ -8,11 +8,11 @@ from typing import Any
 
 from rapidfuzz.distance import Indel, Levenshtein
 
-from scorers._scorer import Scorer
-from scorers.prebuilt._code import analyze_then_score
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._options import ScaleOptions, parse_options
-from scorers.prebuilt._text import answer, reference_or_input
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers.prebuilt._code import analyze_then_score
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._options import ScaleOptions, parse_options
+from evalduck.scorers.prebuilt._text import answer, reference_or_input
 
 __all__ = ("SCORER_ID", "VERSION", "create_textual_difference_scorer", "text_difference", "difference_score")
 

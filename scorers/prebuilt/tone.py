@@ -13,13 +13,13 @@ from functools import lru_cache
 from typing import Any
 
 
-from scorers._context import ScorerInput
-from scorers._messages import input_text, plain_text, split_sentences
-from scorers._scorer import Scorer
-from scorers.prebuilt._code import analyze_then_score
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._options import ScaleOptions, parse_options
-from scorers.prebuilt._text import answer
+from evalduck.scorers._context import ScorerInput
+from evalduck.scorers._messages import input_text, plain_text, split_sentences
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers.prebuilt._code import analyze_then_score
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._options import ScaleOptions, parse_options
+from evalduck.scorers.prebuilt._text import answer
 
 __all__ = ("SCORER_ID", "VERSION", "compound", "create_tone_scorer", "tone_analysis", "tone_score")
 

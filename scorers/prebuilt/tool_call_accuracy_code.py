@@ -9,13 +9,13 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, StrictBool
 
-from scorers._context import ScorerInput, check_expected_tool, check_tool_order
-from scorers._errors import NotScorable
-from scorers._scorer import Scorer
-from scorers._tools import tool_call_infos
-from scorers.prebuilt._code import code_scorer
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._options import OptionsModel, parse_options
+from evalduck.scorers._context import ScorerInput, check_expected_tool, check_tool_order
+from evalduck.scorers._errors import NotScorable
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers._tools import tool_call_infos
+from evalduck.scorers.prebuilt._code import code_scorer
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._options import OptionsModel, parse_options
 
 __all__ = ("SCORER_ID", "VERSION", "create_tool_call_accuracy_scorer_code", "order_called", "tool_call_analysis",
            "tool_call_score")

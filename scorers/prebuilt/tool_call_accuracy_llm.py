@@ -13,15 +13,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from scorers._context import StepContext
-from scorers._rounding import round_half_up
-from scorers._scorer import Scorer
-from scorers._step import JudgePrompt
-from scorers._tools import tool_call_infos
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._judged import block, json_block, judge_scorer, one_per, reason_prompt, step_result
-from scorers.prebuilt._options import JudgeOptions, parse_options
-from scorers.prebuilt._text import question
+from evalduck.scorers._context import StepContext
+from evalduck.scorers._rounding import round_half_up
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers._step import JudgePrompt
+from evalduck.scorers._tools import tool_call_infos
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._judged import block, json_block, judge_scorer, one_per, reason_prompt, step_result
+from evalduck.scorers.prebuilt._options import JudgeOptions, parse_options
+from evalduck.scorers.prebuilt._text import question
 
 __all__ = ("SCORER_ID", "VERSION", "ToolEvaluations", "create_tool_call_accuracy_scorer_llm", "tool_accuracy_score")
 

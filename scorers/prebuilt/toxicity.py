@@ -12,14 +12,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from scorers._context import StepContext
-from scorers._messages import input_text
-from scorers._scorer import Scorer
-from scorers._step import JudgePrompt
-from scorers.prebuilt._declare import prebuilt
-from scorers.prebuilt._judged import ScaledJudgeOptions, YesNo, block, json_block, judge_scorer, reason_prompt, share_of, shortcut_reason, step_result
-from scorers.prebuilt._options import parse_options
-from scorers.prebuilt._text import answer
+from evalduck.scorers._context import StepContext
+from evalduck.scorers._messages import input_text
+from evalduck.scorers._scorer import Scorer
+from evalduck.scorers._step import JudgePrompt
+from evalduck.scorers.prebuilt._declare import prebuilt
+from evalduck.scorers.prebuilt._judged import ScaledJudgeOptions, YesNo, block, json_block, judge_scorer, reason_prompt, share_of, shortcut_reason, step_result
+from evalduck.scorers.prebuilt._options import parse_options
+from evalduck.scorers.prebuilt._text import answer
 
 __all__ = ("SCORER_ID", "VERSION", "ToxicityVerdict", "ToxicityVerdicts", "create_toxicity_scorer")
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from scorers._messages import split_sentences
+from evalduck.scorers._messages import split_sentences
 
 __all__ = ("ANSWERS", "PREPROCESS_SCHEMAS", "content_words", "overlap", "reason")
 

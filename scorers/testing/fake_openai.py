@@ -13,7 +13,7 @@ Usage::
         ...  # litellm.acompletion(model="openai/fake-judge", api_base=server.base_url, api_key="sk-fake")
         assert server.request_count == 2
 
-Command line: ``python -m scorers.testing.fake_openai --port 8765 --latency 1.0``.
+Command line: ``python -m evalduck.scorers.testing.fake_openai --port 8765 --latency 1.0``.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from scorers._messages import split_sentences
-from scorers.testing import fake_answers
+from evalduck.scorers._messages import split_sentences
+from evalduck.scorers.testing import fake_answers
 
 __all__ = (
     "CANARY_KEY",

@@ -18,8 +18,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.store import Store
+from evalduck.flows.cli import app
+from evalduck.flows.store import Store
 
 USAGE, BAD_DATA = 2, 1
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from flows.store import Store
+from evalduck.flows.store import Store
 
-ENTRY = "import sys\nsys.argv[0] = 'evalduck'\nfrom flows.cli import main\nmain()\n"
+ENTRY = "import sys\nsys.argv[0] = 'evalduck'\nfrom evalduck.flows.cli import main\nmain()\n"
 # A run left `running` by a process that is gone (it exits without finishing the run).
 KILLED_RUN = """
 import sys
-from flows.store import Store
+from evalduck.flows.store import Store
 store = Store(sys.argv[1])
 store.start_run("run-killed", "nightly", "qa.jsonl", "h1", {}, items=[{"item_id": "q0", "input": "question 0"}])
 store.write_scores("run-killed", [{"item_id": "q0", "scorer_id": "tone-scorer", "scorer_version": "1", "score": 0.5}])

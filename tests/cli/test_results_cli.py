@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.store import Store
+from evalduck.flows.cli import app
+from evalduck.flows.store import Store
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 runner = CliRunner()
@@ -81,7 +81,7 @@ def test_compare_exits_2_on_usage_errors(db: Path) -> None:
 KILLED_RUN = """
 import sys
 from datetime import datetime, timezone
-from flows.store import Store
+from evalduck.flows.store import Store
 store = Store(sys.argv[1])
 store.start_run("run-killed", "nightly", "qa.jsonl", "h1", {}, started_at=datetime(2026, 3, 2, tzinfo=timezone.utc),
                 items=[{"item_id": f"q{i}", "input": f"question {i}"} for i in range(3)])
@@ -154,14 +154,14 @@ def test_installed_script_gates_ci_and_reads_evalduck_db(db: Path, tmp_path: Pat
 
 def test_results_commands_do_not_import_prefect() -> None:
     """`evalduck sql/runs/show/compare` must start fast: command modules keep prefect imports lazy."""
-    code = "import sys, flows.cli, flows.store; sys.exit(1 if 'prefect' in sys.modules else 0)"
+    code = "import sys, evalduck.flows.cli, evalduck.flows.store; sys.exit(1 if 'prefect' in sys.modules else 0)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, "importing flows.cli imported prefect" + proc.stderr
+    assert proc.returncode == 0, "importing evalduck.flows.cli imported prefect" + proc.stderr
 
 
 def test_the_cli_gate_and_the_regression_check_agree_on_one_paired_item(tmp_path: Path) -> None:
     """One item that dropped by 0.5: no interval, so neither the CI gate nor the nightly check fails."""
-    from flows.gate import gate
+    from evalduck.flows.gate import gate
 
     db = tmp_path / "evals.duckdb"
     store = Store(db)
@@ -234,7 +234,7 @@ def test_reading_a_missing_results_file_is_a_usage_error_and_creates_nothing(tmp
 def _all_scorers_db(path: Path) -> Path:
     """Two runs of "wide" with every prebuilt scorer (the three lower-is-better ones so marked), one skipped cell
     with a long reason, item ids with RAG fields: every table `show`, `runs` and `compare` print is filled."""
-    from scorers import PREBUILT
+    from evalduck.scorers import PREBUILT
 
     store = Store(path)
     for k, run_id in enumerate(("wide-a", "wide-b")):
@@ -286,7 +286,7 @@ def test_tables_never_cut_a_scorer_id_at_normal_widths(tmp_path: Path, columns: 
     installed script on a terminal of that width) shows each scorer id whole and fits the width."""
     import re
 
-    from scorers import PREBUILT
+    from evalduck.scorers import PREBUILT
 
     db = _all_scorers_db(tmp_path / "evals.duckdb")
     script = str(Path(sys.executable).with_name("evalduck"))
@@ -308,9 +308,9 @@ def test_the_runs_summary_table_never_cuts_a_scorer_id(columns: int) -> None:
 
     from rich.console import Console
 
-    from flows.cli.run import _summary_table
-    from flows.report import EvalResult
-    from scorers import PREBUILT
+    from evalduck.flows.cli.run import _summary_table
+    from evalduck.flows.report import EvalResult
+    from evalduck.scorers import PREBUILT
 
     row = {"higher_is_better": True, "mean": 0.61234, "scored": 24, "errored": 0, "skipped": 0,
            "judge_tokens": 123456, "judge_cost_usd": 0.0123}
@@ -331,8 +331,8 @@ def test_the_runs_summary_table_never_cuts_a_scorer_id(columns: int) -> None:
 def test_show_says_what_each_of_the_sixteen_scorers_measures(tmp_path: Path) -> None:
     """A run recorded without the scorers' descriptions (before issue 23) gets the catalogue's line, with the
     direction the run stored (hallucination, bias and toxicity: lower is better)."""
-    from flows.measures import measures_line
-    from scorers import PREBUILT
+    from evalduck.flows.measures import measures_line
+    from evalduck.scorers import PREBUILT
 
     code, out, _ = _cli(_all_scorers_db(tmp_path / "evals.duckdb"), "show", "wide", "--worst", "0")
     assert code == 0

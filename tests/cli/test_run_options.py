@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import typer.main
 
-from flows.cli import app
-from flows.cli.run import _PARAM_OF_FIELD
-from flows.config import EvalConfig, RunOptions
+from evalduck.flows.cli import app
+from evalduck.flows.cli.run import _PARAM_OF_FIELD
+from evalduck.flows.config import EvalConfig, RunOptions
 
 # Options of `run` that are not run options: what to evaluate, how the terminal shows it, which server.
 NOT_RUN_OPTIONS = {"dataset", "scorers", "target", "verbose", "ephemeral"}
@@ -35,7 +35,7 @@ def test_cli_defaults_are_the_models() -> None:
 
 
 def test_the_judge_child_is_started_early_only_for_runs_that_call_a_model(monkeypatch: object) -> None:
-    from flows.cli.run_checks import calls_models as _calls_models
+    from evalduck.flows.cli.run_checks import calls_models as _calls_models
 
     monkeypatch.delenv("EVALDUCK_JUDGE_MODEL", raising=False)  # type: ignore[attr-defined]
     assert not _calls_models(EvalConfig(dataset="d.jsonl"))  # answer relevancy without a model is skipped

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.store import Store
+from evalduck.flows.store import Store
 
 PREFECT_IMPORTED = "<prefect was imported>"
 # The console script's entry point, plus a note at exit when the command imported prefect.
@@ -20,7 +20,7 @@ _ENTRY = (
     "import atexit, sys\n"
     f"atexit.register(lambda: 'prefect' in sys.modules and sys.stderr.write('\\n{PREFECT_IMPORTED}\\n'))\n"
     "sys.argv[0] = 'evalduck'\n"
-    "from flows.cli import main\n"
+    "from evalduck.flows.cli import main\n"
     "main()\n"
 )
 
@@ -28,7 +28,7 @@ _ENTRY = (
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
     """A folder with a valid two-row dataset (`data.jsonl`) and an empty results file; the commands run there."""
-    from flows.store import Store
+    from evalduck.flows.store import Store
 
     rows = [{"id": "a", "input": "hi", "output": "hello"}, {"id": "b", "input": "bye", "output": "see you"}]
     (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -213,7 +213,7 @@ def test_resume_with_a_run_that_is_not_in_the_database(work: Path) -> None:
 
 
 def test_resume_with_another_dataset_is_refused_naming_both(work: Path) -> None:
-    from flows.datasets import load_dataset
+    from evalduck.flows.datasets import load_dataset
 
     first = load_dataset(work / "data.jsonl")
     store = Store(work / "evals.duckdb")

@@ -14,9 +14,9 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.progress import RichProgress
-from flows.store import Store
+from evalduck.flows.cli import app
+from evalduck.flows.progress import RichProgress
+from evalduck.flows.store import Store
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 ESC = "\x1b"

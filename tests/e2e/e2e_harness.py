@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import httpx
 import yaml
 
-from flows.server import ServeOptions, ServeState, folder_auth
+from evalduck.flows.server import ServeOptions, ServeState, folder_auth
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("evalduck"))

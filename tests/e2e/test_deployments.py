@@ -12,10 +12,10 @@ from e2e_harness import SMOKE_INTERVAL_S, Stack, jsonl, wait_for
 from prefect.client.schemas.objects import State
 from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
-from flows.config import EvalConfig, ScorerSpec
-from flows.regression_flow import regression_check
-from flows.store import Store
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.flows.config import EvalConfig, ScorerSpec
+from evalduck.flows.regression_flow import regression_check
+from evalduck.flows.store import Store
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 pytestmark = pytest.mark.e2e
 

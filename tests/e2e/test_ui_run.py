@@ -19,7 +19,7 @@ import pytest
 
 from e2e_harness import Stack, log_in, wait_for
 
-from flows.store import Store
+from evalduck.flows.store import Store
 
 pytestmark = pytest.mark.e2e
 

@@ -19,7 +19,7 @@ import early
 import pytest
 from e2e_harness import CLI, ROWS, api_auth, none_left, ours, project_folder, wait_for
 
-from flows.warm.wire import socket_path
+from evalduck.flows.warm.wire import socket_path
 
 pytestmark = pytest.mark.e2e
 
@@ -161,8 +161,8 @@ def test_ending_the_client_ends_its_run(warm_folder: tuple[Path, dict[str, str]]
 def test_in_ci_runs_never_use_the_starter(warm_folder: tuple[Path, dict[str, str]]) -> None:
     cwd, env = warm_folder
     warm(cwd)
-    # CI only: --ephemeral and EVALDUCK_EPHEMERAL=1 take the same branch of flows.launch (flows.folder.ephemeral).
-    # The run records to the folder's server through PREFECT_API_URL, which flows.launch does not read, so it
+    # CI only: --ephemeral and EVALDUCK_EPHEMERAL=1 take the same branch of evalduck.flows.launch (evalduck.flows.folder.ephemeral).
+    # The run records to the folder's server through PREFECT_API_URL, which evalduck.flows.launch does not read, so it
     # starts no temporary server of its own (test_local_server.py proves a CI run's temporary server).
     pid, proc = run(cwd, {**env, "CI": "true", "PREFECT_API_URL": str(record(cwd)["api_url"]),
                           "PREFECT_API_AUTH_STRING": api_auth(cwd / ".evalduck")})  # a named server: its credentials
@@ -202,7 +202,7 @@ def test_a_warm_run_has_the_callers_umask_nice_value_and_limits(warm_folder: tup
 def test_a_warm_runs_judge_children_are_forked_by_the_starter(warm_folder: tuple[Path, dict[str, str]]) -> None:
     """A judge-scored run (the fake OpenAI server) under nice 5: its judge child is asked of the starter
     (after the listener check), takes the run's settings before it answers, and the scores arrive."""
-    from scorers.testing.fake_openai import FakeOpenAIServer
+    from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
     cwd, env = warm_folder
     warm(cwd)
@@ -223,7 +223,7 @@ def test_the_starter_refuses_a_caller_its_child_cannot_become(warm_folder: tuple
     cwd, env = warm_folder
     starter = warm(cwd)
     ask = """import json, os, socket, sys
-from flows.warm import wire
+from evalduck.flows.warm import wire
 process = {**wire.caller_process(), "affinity": [4095]}
 with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
     wire.connect_own(sock, sys.argv[1])

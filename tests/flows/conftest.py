@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.fixture(scope="session")

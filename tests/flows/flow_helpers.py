@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 
 def judge_scorer(server: FakeOpenAIServer, **options: Any) -> dict[str, Any]:

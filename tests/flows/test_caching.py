@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from flows import run_evals
-from flows.store import Store
-from scorers.testing.fake_openai import FakeOpenAIServer, request_step
+from evalduck.flows import run_evals
+from evalduck.flows.store import Store
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, request_step
 
 from flow_helpers import judge_scorer, rows
 
@@ -68,7 +68,7 @@ def test_unchanged_rerun_weight_change_and_refresh(judge: FakeOpenAIServer, work
 
 
 def _verdicts_with_unsure(server: FakeOpenAIServer) -> Any:
-    from scorers.testing.fake_openai import default_responder
+    from evalduck.scorers.testing.fake_openai import default_responder
 
     return lambda req: default_responder(req, lambda s: "unsure" if "museum" in s else "yes")
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from flows import run_evals
-from flows.store import Store
+from evalduck.flows import run_evals
+from evalduck.flows.store import Store
 
 CLI = str(Path(sys.executable).with_name("evalduck"))
 HANG = (

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.store import Store
+from evalduck.flows.cli import app
+from evalduck.flows.store import Store
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -72,11 +72,11 @@ def test_each_scorer_says_what_it_measures_in_the_summary_show_and_the_report(tm
     from markupsafe import escape
     from prefect.settings import get_current_settings
 
-    from flows.measures import measures_line
-    from scorers import PREBUILT
+    from evalduck.flows.measures import measures_line
+    from evalduck.scorers import PREBUILT
 
     (tmp_path / "mine.py").write_text(
-        "from scorers import create_scorer\n"
+        "from evalduck.scorers import create_scorer\n"
         "short = create_scorer('short-answer', generate_score=lambda ctx: float(len(str(ctx.run.output)) < 200),\n"
         "                      description='1 when the answer is under 200 characters, else 0')\n")
     demo = Path(__file__).resolve().parents[2] / "datasets" / "demo.jsonl"

@@ -1,5 +1,5 @@
 """Custom scorers by import path: from the CLI in a real subprocess (a module in the run's folder), and with
-options from a config spec, through the registry (scorers.load_scorer does the importing)."""
+options from a config spec, through the registry (evalduck.scorers.load_scorer does the importing)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows.config import EvalConfig
-from flows.registry import build_scorers
+from evalduck.flows.config import EvalConfig
+from evalduck.flows.registry import build_scorers
 
 USER_MODULE = """\
-from scorers import JudgePrompt, create_scorer
+from evalduck.scorers import JudgePrompt, create_scorer
 from pydantic import BaseModel
 
 strict_tone = create_scorer("strict-tone", version="2",

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from flows import run_evals
-from flows.store import Store
-from scorers import ConfigError, create_scorer
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.flows import run_evals
+from evalduck.flows.store import Store
+from evalduck.scorers import ConfigError, create_scorer
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 from flow_helpers import judge_scorer, rows
 
@@ -130,8 +130,8 @@ def test_a_second_dask_run_hits_the_cache(two_runs: dict[str, Any], cluster: Any
 
 
 def test_a_scorer_that_does_not_pickle_is_named_with_what_to_do() -> None:
-    from flows.engine.dispatch import portables
-    from flows.targets import resolve_target
+    from evalduck.flows.engine.dispatch import portables
+    from evalduck.flows.targets import resolve_target
 
     lock = threading.Lock()
 
@@ -148,8 +148,8 @@ def test_a_scorer_that_does_not_pickle_is_named_with_what_to_do() -> None:
 
 
 def test_a_prebuilt_scorer_travels_and_is_rebuilt_once_per_worker_process() -> None:
-    from flows.engine.portable import PortableScorer, portable_scorer
-    from scorers import PREBUILT
+    from evalduck.flows.engine.portable import PortableScorer, portable_scorer
+    from evalduck.scorers import PREBUILT
 
     tone = PREBUILT["tone-scorer"].factory({})
     sent = portable_scorer(tone)
@@ -165,7 +165,7 @@ def test_a_task_run_reaches_a_worker_with_the_run_context_sent_once_and_its_sett
     from prefect import task
     from prefect.context import SettingsContext, serialize_context
 
-    from flows.engine.portable import RunContext, run_task_run
+    from evalduck.flows.engine.portable import RunContext, run_task_run
 
     @task(name="double")
     async def double(x: int) -> int:
@@ -191,7 +191,7 @@ def test_a_workers_task_runs_share_one_loop_and_one_prefect_client() -> None:
     from prefect import task
     from prefect.context import AsyncClientContext, SyncClientContext, serialize_context
 
-    from flows.engine.portable import RunContext, run_task_run
+    from evalduck.flows.engine.portable import RunContext, run_task_run
 
     @task(name="where")
     async def where() -> tuple[int, int, int]:
@@ -275,8 +275,8 @@ def test_a_plain_script_without_a_main_guard_runs_on_a_local_cluster(tmp_path: P
     (tmp_path / "data.jsonl").write_text("".join(f'{{"id": "r{i}", "input": "hi {i}", "output": "Hello {i}!"}}\n'
                                                  for i in range(3)))
     (tmp_path / "evaluate.py").write_text(
-        "from flows import run_evals\n"
-        "from scorers import create_scorer\n"
+        "from evalduck import run_evals\n"
+        "from evalduck.scorers import create_scorer\n"
         "def shout(ctx):\n    return 1.0 if ctx.run.output.endswith('!') else 0.0\n"  # the script's own: by value
         "loud = create_scorer('loud', generate_score=shout)\n"
         "r = run_evals('data.jsonl', scorers=['tone-scorer', loud], runner='dask', workers=1)\n"

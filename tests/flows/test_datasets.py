@@ -7,9 +7,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from scorers import ScorerInput
+from evalduck.scorers import ScorerInput
 
-from flows.datasets import DatasetError, DatasetPathError, dataset_from_rows, load_dataset
+from evalduck.flows.datasets import DatasetError, DatasetPathError, dataset_from_rows, load_dataset
 
 
 def _write(path: Path, text: str) -> Path:

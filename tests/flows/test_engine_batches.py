@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from flows.engine.batches import StepBatcher
+from evalduck.flows.engine.batches import StepBatcher
 
 
 def test_fixed_chunks_keep_arrival_order_and_the_rest_runs_at_close() -> None:

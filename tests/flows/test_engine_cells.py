@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from flows import run_evals
-from flows.store import Store
-from scorers import JudgePrompt, NotScorable, StepContext, create_scorer
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.flows import run_evals
+from evalduck.flows.store import Store
+from evalduck.scorers import JudgePrompt, NotScorable, StepContext, create_scorer
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 from flow_helpers import rows
 

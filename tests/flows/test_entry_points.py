@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 ROWS = [
     {"id": "q1", "input": "What is the capital of France?", "output": "Paris is the capital of France."},
@@ -41,8 +41,8 @@ USER_CODE = """\
 import json, os
 with open(os.environ["COUNTER"], "a") as counter:
     counter.write("top-level code ran\\n")
-from scorers import create_answer_relevancy_scorer
-from flows import run_evals
+from evalduck.scorers import create_answer_relevancy_scorer
+from evalduck.flows import run_evals
 judge = create_answer_relevancy_scorer(model="openai/fake-judge", api_base=os.environ["JUDGE_BASE"])
 result = run_evals(data=json.loads(os.environ["ROWS"]), scorers=[judge], db=os.environ["DB"],
                    cache_dir=os.environ["CACHE"])

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows import EvalConfig, run_eval_config, run_evals
-from flows.datasets import DatasetError
-from flows.store import Store
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.flows import EvalConfig, run_eval_config, run_evals
+from evalduck.flows.datasets import DatasetError
+from evalduck.flows.store import Store
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 from flow_helpers import judge_scorer, rows
 
@@ -77,7 +77,7 @@ def test_run_eval_config_form_and_run(judge: FakeOpenAIServer, workdir: dict[str
 
 
 def test_cli_run_prints_the_summary_table(judge: FakeOpenAIServer, tmp_path: Path) -> None:
-    from flows.cli import app
+    from evalduck.flows.cli import app
 
     path = tmp_path / "d.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows(3)) + "\n")

@@ -20,12 +20,12 @@ import duckdb
 import pytest
 from markupsafe import escape
 
-from flows import run_evals
-from flows.html_report import write_report
-from flows.html_report.data import gather
-from flows.store import Store
-from flows.store.tdist import t_quantile_975
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.flows import run_evals
+from evalduck.flows.html_report import write_report
+from evalduck.flows.html_report.data import gather
+from evalduck.flows.store import Store
+from evalduck.flows.store.tdist import t_quantile_975
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 from flow_helpers import judge_scorer, rows
 
@@ -209,8 +209,8 @@ def test_cli_report_and_show_in_a_real_process(built: Built, tmp_path: Path) -> 
 def test_a_run_on_a_server_that_ends_with_it_links_no_flow_run_page() -> None:
     """`evalduck run --ephemeral` (and CI) records to a temporary server without a UI, gone once the run ends:
     its report showed a link to that server's flow run page."""
-    from flows.cli.run import _api
-    from flows.report import _ui_url
+    from evalduck.flows.cli.run import _api
+    from evalduck.flows.report import _ui_url
 
     with _api("http://127.0.0.1:9/api", lasting=False):
         assert _ui_url() is None
@@ -374,7 +374,7 @@ def test_a_trend_run_without_scores_reads_none_scored(tmp_path: Path) -> None:
 
 
 def test_sparkline() -> None:
-    from flows.html_report import sparkline
+    from evalduck.flows.html_report import sparkline
 
     assert sparkline([0.0, 0.5, 1.0]) == "▁▅█"
     assert sparkline([0.7, None, 0.7]) == "▄ ▄"  # a constant series sits in the middle; no mean, a gap
@@ -392,7 +392,7 @@ def six(tmp_path_factory: pytest.TempPathFactory) -> Path:
     results from the real scorer against the fake judge (one output unit per match: its outputUnits list is as
     long as its matches), keyword coverage skipped on every item (as a judge scorer with no model is), answer
     similarity skipped on one; an item id with a right-to-left override. The report by the CLI."""
-    from scorers import PREBUILT, create_answer_similarity_scorer
+    from evalduck.scorers import PREBUILT, create_answer_similarity_scorer
 
     folder = tmp_path_factory.mktemp("six")
     store = Store(folder / "evals.duckdb")

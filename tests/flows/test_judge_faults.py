@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from flows import run_evals
-from flows.engine import MisconfiguredRun
-from flows.store import Store
-from scorers.testing.fake_openai import FAULTS, FakeOpenAIServer, FaultyOpenAIServer, Reply
+from evalduck.flows import run_evals
+from evalduck.flows.engine import MisconfiguredRun
+from evalduck.flows.store import Store
+from evalduck.scorers.testing.fake_openai import FAULTS, FakeOpenAIServer, FaultyOpenAIServer, Reply
 
 from flow_helpers import judge_scorer, rows
 

@@ -7,11 +7,11 @@ import inspect
 
 import pytest
 
-from flows import run_evals
-from flows.config import EvalConfig, RunOptions
-from flows.registry import build_scorers
-from scorers import ConfigError
-from scorers.testing.fake_openai import FakeOpenAIServer, Reply
+from evalduck.flows import run_evals
+from evalduck.flows.config import EvalConfig, RunOptions
+from evalduck.flows.registry import build_scorers
+from evalduck.scorers import ConfigError
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply
 
 from flow_helpers import judge_scorer, rows
 

@@ -19,7 +19,7 @@ import pytest
 OUTPUTS = ["Great, thanks a lot!", "This is awful and bad.", "ok fine", "I love it, wonderful", "meh", "Terrible!!"]
 SCRIPT = """\
 import json, os, sys
-from flows import run_evals
+from evalduck.flows import run_evals
 rows = [{"id": f"i{n}", "input": "q", "output": text} for n, text in enumerate(json.loads(os.environ["OUTPUTS"]))]
 result = run_evals(rows, scorers=["tone-scorer", "textual-difference-scorer"], db="evals.duckdb",
                    cache_dir="cache", name="api", report=False, quiet=bool(os.environ.get("QUIET")))

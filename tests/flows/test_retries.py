@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from flows import run_evals
-from flows.engine import FailFast, MisconfiguredRun
-from flows.store import Store
-from scorers.testing.fake_openai import FakeOpenAIServer, Reply, default_responder
+from evalduck.flows import run_evals
+from evalduck.flows.engine import FailFast, MisconfiguredRun
+from evalduck.flows.store import Store
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply, default_responder
 
 from flow_helpers import judge_scorer, rows
 

@@ -11,9 +11,9 @@ import pytest
 from prefect.utilities.schema_tools.validation import ValidationError, validate
 from pydantic import ValidationError as PydanticValidationError
 
-from flows import run_eval_config
-from flows.config import DEFAULT_SCORERS, SCORER_IDS, EvalConfig, RunOptions
-from flows.run_form import ADVANCED, FORM_FIELDS
+from evalduck.flows import run_eval_config
+from evalduck.flows.config import DEFAULT_SCORERS, SCORER_IDS, EvalConfig, RunOptions
+from evalduck.flows.run_form import ADVANCED, FORM_FIELDS
 
 
 def _schema() -> dict[str, Any]:

@@ -12,10 +12,10 @@ from uuid import UUID
 import pytest
 from prefect.client.orchestration import get_client
 
-from flows import run_eval_config, run_evals
-from flows.config import EvalConfig
-from flows.redacting_flow import redacting_flow
-from flows.store import DatasetMismatchError, Store
+from evalduck.flows import run_eval_config, run_evals
+from evalduck.flows.config import EvalConfig
+from evalduck.flows.redacting_flow import redacting_flow
+from evalduck.flows.store import DatasetMismatchError, Store
 
 from flow_helpers import rows
 
@@ -71,8 +71,8 @@ def test_the_flow_itself_gets_the_real_url() -> None:
 
 
 def test_a_run_is_compared_with_the_last_completed_run_of_its_name(workdir: dict[str, str]) -> None:
-    from flows.engine import FailFast
-    from scorers import create_scorer
+    from evalduck.flows.engine import FailFast
+    from evalduck.scorers import create_scorer
 
     first = run_evals(rows(2), scorers=["tone-scorer"], name="nightly", **workdir)
     broken = create_scorer("tone-scorer", generate_score=lambda ctx: 1 / 0)
@@ -90,7 +90,7 @@ def test_a_runs_report_and_artifacts_read_the_file_through_one_opening(
     reads waited for each other's."""
     import duckdb
 
-    import flows.eval_flow as eval_flow
+    import evalduck.flows.eval_flow as eval_flow
 
     real_connect, real_publish = duckdb.connect, eval_flow.publish_report
     ending: list[bool] = []

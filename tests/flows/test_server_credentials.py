@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.server import ServeError, auth_path, folder_auth
+from evalduck.flows.server import ServeError, auth_path, folder_auth
 
 
 def test_made_once_for_this_user_only(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import flows.config
-import flows.store
-from flows import settings
+import evalduck.flows.config
+import evalduck.flows.store
+from evalduck.flows import settings
 
 
 def test_db_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -16,7 +16,7 @@ def test_db_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert settings.default_db_path() == Path("evals.duckdb")
     monkeypatch.setenv(settings.DB_ENV, str(tmp_path / "x.duckdb"))
     assert settings.default_db_path() == tmp_path / "x.duckdb"
-    assert flows.store.default_db_path is settings.default_db_path
+    assert evalduck.flows.store.default_db_path is settings.default_db_path
 
 
 def test_cache_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -25,13 +25,13 @@ def test_cache_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert settings.default_cache_dir(tmp_path) == tmp_path / ".evalduck" / "cache"  # serve: the project folder
     monkeypatch.setenv(settings.CACHE_DIR_ENV, "elsewhere")
     assert settings.default_cache_dir(tmp_path) == Path("elsewhere")
-    assert flows.config.default_cache_dir is settings.default_cache_dir
+    assert evalduck.flows.config.default_cache_dir is settings.default_cache_dir
 
 
 def test_cli_db_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from evalduck.flows.cli import app
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(settings.DB_ENV, raising=False)
@@ -44,16 +44,16 @@ def test_cli_db_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
 
 
 def test_one_judge_model_variable() -> None:
-    import scorers
-    from flows.registry import no_judge_message
+    from evalduck import scorers
+    from evalduck.flows.registry import no_judge_message
 
-    assert scorers.JUDGE_MODEL_ENV == "EVALDUCK_JUDGE_MODEL"
-    assert scorers.JUDGE_MODEL_ENV in no_judge_message("x")
+    assert evalduck.scorers.JUDGE_MODEL_ENV == "EVALDUCK_JUDGE_MODEL"
+    assert evalduck.scorers.JUDGE_MODEL_ENV in no_judge_message("x")
 
 
 def test_serve_worker_gets_the_same_variables(tmp_path: Path) -> None:
-    from flows.folder import STATE_DIR_ENV
-    from flows.server import ServeOptions, worker_env
+    from evalduck.flows.folder import STATE_DIR_ENV
+    from evalduck.flows.server import ServeOptions, worker_env
 
     options = ServeOptions(project_dir=tmp_path, state_dir=tmp_path / "state", db_path=tmp_path / "e.duckdb",
                            cache_dir=tmp_path / "cache", host="127.0.0.1", port=4200, api_url=None,
@@ -65,7 +65,7 @@ def test_serve_worker_gets_the_same_variables(tmp_path: Path) -> None:
 
 def test_importing_the_flows_changes_nothing_in_the_process(tmp_path: Path) -> None:
     """No environment variable, exit hook or logging filter of ours comes from an import; the entry points
-    apply the defaults (here: the first use of ``flows.run_evals``)."""
+    apply the defaults (here: the first use of ``evalduck.flows.run_evals``)."""
     import json
     import os
     import subprocess
@@ -74,10 +74,10 @@ def test_importing_the_flows_changes_nothing_in_the_process(tmp_path: Path) -> N
     code = (
         "import json, logging, os\n"
         "before = dict(os.environ)\n"
-        "import flows.eval_flow, flows.regression_flow, flows.cli.run, flows.judge_process as jp\n"
+        "import evalduck.flows.eval_flow, evalduck.flows.regression_flow, evalduck.flows.cli.run, evalduck.flows.judge_process as jp\n"
         "imported = {k: v for k, v in os.environ.items() if before.get(k) != v}\n"
         "filters = logging.getLogger('prefect.task_runs').filters\n"
-        "from flows import run_evals\n"
+        "from evalduck import run_evals\n"
         "used = sorted(k for k in os.environ if k not in before)\n"
         "print(json.dumps([imported, len(filters), jp._exit_hook, used]))\n"
     )
@@ -88,7 +88,7 @@ def test_importing_the_flows_changes_nothing_in_the_process(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     imported, filters, exit_hook, used = json.loads(done.stdout.splitlines()[-1])
     assert imported == {} and filters == 0 and exit_hook == []
-    assert used == []  # flows.eval_flow was imported first, so prefect was too: too late to apply them
-    fresh = "import os\nfrom flows import run_evals\nprint(os.environ.get('PREFECT_SERVER_ANALYTICS_ENABLED'))\n"
+    assert used == []  # evalduck.flows.eval_flow was imported first, so prefect was too: too late to apply them
+    fresh = "import os\nfrom evalduck import run_evals\nprint(os.environ.get('PREFECT_SERVER_ANALYTICS_ENABLED'))\n"
     done = subprocess.run([sys.executable, "-c", fresh], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.split()[-1] == "false", done.stderr  # the public name applies them

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from flows import run_evals
-from flows.store import Store
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.flows import run_evals
+from evalduck.flows.store import Store
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from flows import run_evals
-from flows.engine import StoreWriteError
-from flows.store import Store
+from evalduck.flows import run_evals
+from evalduck.flows.engine import StoreWriteError
+from evalduck.flows.store import Store
 
 from flow_helpers import rows
 
@@ -96,7 +96,7 @@ def answer(question):
             time.sleep(0.05)
     return f"answer to {question}"
 '''
-ENTRY = "import sys\nsys.argv[0] = 'evalduck'\nfrom flows.cli import main\nmain()\n"
+ENTRY = "import sys\nsys.argv[0] = 'evalduck'\nfrom evalduck.flows.cli import main\nmain()\n"
 
 
 def test_the_cli_says_in_one_line_who_held_the_file_what_is_kept_and_how_to_resume(tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-from flows import run_evals
-from flows.store import Store
-from scorers.testing.fake_openai import FakeOpenAIServer, Reply
+from evalduck.flows import run_evals
+from evalduck.flows.store import Store
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply
 
 from flow_helpers import judge_scorer, rows
 

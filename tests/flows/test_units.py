@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flows.artifacts import artifact_key, comparison_markdown, summary_rows, summary_table
-from flows.registry import build_scorers
-from flows.targets import TargetError, resolve_target
-from flows.tasks import RateLimiter, StepCacheKey, chunk_key, is_transient
-from scorers import PREBUILT, InvalidJudgeAnswer, JudgeConfigError, JudgeTransientError
+from evalduck.flows.artifacts import artifact_key, comparison_markdown, summary_rows, summary_table
+from evalduck.flows.registry import build_scorers
+from evalduck.flows.targets import TargetError, resolve_target
+from evalduck.flows.tasks import RateLimiter, StepCacheKey, chunk_key, is_transient
+from evalduck.scorers import PREBUILT, InvalidJudgeAnswer, JudgeConfigError, JudgeTransientError
 
 
 def test_cache_policy_hands_over_the_scorers_key() -> None:
@@ -111,12 +111,12 @@ def test_the_runs_judge_settings_fill_in_only_what_a_specs_options_leave_out(mon
 
 
 def test_scorer_ids_come_from_one_table() -> None:
-    """scorers.PREBUILT is the list: the spec's choices, the defaults, the registry, the CLI help and the
+    """evalduck.scorers.PREBUILT is the list: the spec's choices, the defaults, the registry, the CLI help and the
     ids prefect.yaml's `scorers` anchor lists (kept there as data) all agree with it."""
     import typer
 
-    from flows.cli import app
-    from flows.config import DEFAULT_SCORERS, SCORER_IDS, EvalConfig, ScorerSpec
+    from evalduck.flows.cli import app
+    from evalduck.flows.config import DEFAULT_SCORERS, SCORER_IDS, EvalConfig, ScorerSpec
 
     ids = tuple(PREBUILT)
     assert SCORER_IDS == ids and DEFAULT_SCORERS == ids[:3] == ("answer-relevancy-scorer", "tone-scorer", "textual-difference-scorer")
@@ -171,7 +171,7 @@ def test_a_target_module_that_is_not_found_says_where_imports_look(
 
 
 def test_in_memory_rows_are_reported_not_sent() -> None:
-    from flows import run_evals
+    from evalduck.flows import run_evals
 
     reported = run_evals.serialize_parameters(
         {"data": [{"input": "q"}] * 3, "scorers": ["tone-scorer"], "on_item_complete": print})
@@ -184,7 +184,7 @@ def test_heartbeats_only_on_a_server_the_user_names_or_when_asked(monkeypatch: p
     joins Prefect's one-second-step heartbeat thread on exit (0-1 s per run)."""
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
-    from flows.runtime import heartbeat_settings
+    from evalduck.flows.runtime import heartbeat_settings
 
     for name in ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY"):
         monkeypatch.delenv(name, raising=False)
@@ -205,9 +205,9 @@ def test_heartbeats_only_on_a_server_the_user_names_or_when_asked(monkeypatch: p
 def test_deployment_flows_have_no_required_parameter() -> None:
     """The Prefect UI's Run -> Quick run creates a run at once only when the flow's parameter schema lists
     no required parameter; otherwise it opens a "Run Deployment" dialog. `config` defaults to the demo eval."""
-    from flows.config import DEMO_CONFIG
-    from flows.eval_flow import run_eval_config
-    from flows.regression_flow import regression_check
+    from evalduck.flows.config import DEMO_CONFIG
+    from evalduck.flows.eval_flow import run_eval_config
+    from evalduck.flows.regression_flow import regression_check
 
     for deployed in (run_eval_config, regression_check):
         schema = deployed.parameters.model_dump()
@@ -219,9 +219,9 @@ def test_deployment_flows_have_no_required_parameter() -> None:
 
 
 def test_a_mistyped_scorer_id_gets_a_suggestion_from_python_too() -> None:
-    from scorers import ConfigError
+    from evalduck.scorers import ConfigError
 
-    from flows.registry import build_scorers
+    from evalduck.flows.registry import build_scorers
 
     with pytest.raises(ConfigError, match=r"got 'tone-scorr'; did you mean 'tone-scorer'\?$"):
         build_scorers(["tone-scorr"])

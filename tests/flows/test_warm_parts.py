@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from warm_impostor import NOBODY, impostor
 
-from flows.launch import command_of
-from flows.warm.starter import code_fingerprint
-from flows.warm.wire import frozen_env, own_folder, socket_path
+from evalduck.flows.launch import command_of
+from evalduck.flows.warm.starter import code_fingerprint
+from evalduck.flows.warm.wire import frozen_env, own_folder, socket_path
 
 
 @pytest.mark.parametrize(("args", "command"), [
@@ -56,7 +56,7 @@ def test_a_long_state_folder_gets_a_short_socket_path(tmp_path: Path) -> None:
 
 def test_the_starter_waits_for_a_quiet_gap_between_runs_in_their_own_process(tmp_path: Path) -> None:
     """Scripted runs back to back never leave the gap, so they never share the cores with the preloads."""
-    from flows.folder import running_here, wait_until_quiet
+    from evalduck.flows.folder import running_here, wait_until_quiet
 
     with running_here(tmp_path):
         assert wait_until_quiet(tmp_path, quiet_s=0.2, poll_s=0.05, limit_s=0.6) is False
@@ -67,9 +67,9 @@ def test_the_starter_waits_for_a_quiet_gap_between_runs_in_their_own_process(tmp
 def test_ephemeral_runs_never_ask_the_starter(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str], args: list[str]
 ) -> None:
-    import flows.cli
-    import flows.launch
-    import flows.warm.client
+    import evalduck.flows.cli
+    import evalduck.flows.launch
+    import evalduck.flows.warm.client
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("EVALDUCK_STATE_DIR", raising=False)
@@ -78,15 +78,15 @@ def test_ephemeral_runs_never_ask_the_starter(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     asked: list[list[str]] = []
-    monkeypatch.setattr(flows.warm.client, "run_via_starter", lambda kind, a: asked.append(a))
-    monkeypatch.setattr(flows.cli, "main", lambda: None)
+    monkeypatch.setattr(evalduck.flows.warm.client, "run_via_starter", lambda kind, a: asked.append(a))
+    monkeypatch.setattr(evalduck.flows.cli, "main", lambda: None)
     monkeypatch.setattr("sys.argv", ["evalduck", "run", "data.jsonl", *args])
-    flows.launch.main()
+    evalduck.flows.launch.main()
     assert asked == []
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("EVALDUCK_EPHEMERAL", raising=False)
     monkeypatch.setattr("sys.argv", ["evalduck", "run", "data.jsonl"])
-    flows.launch.main()  # the same command, not ephemeral: the starter is asked
+    evalduck.flows.launch.main()  # the same command, not ephemeral: the starter is asked
     assert asked == [["run", "data.jsonl"]]
 
 
@@ -132,11 +132,11 @@ def test_the_starter_refuses_a_socket_folder_that_is_not_only_its_users(tmp_path
     state.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
     env.update(QUIET, TMPDIR=str(temp))
-    code = "import sys, pathlib; from flows.warm.wire import socket_path; print(socket_path(pathlib.Path(sys.argv[1])))"
+    code = "import sys, pathlib; from evalduck.flows.warm.wire import socket_path; print(socket_path(pathlib.Path(sys.argv[1])))"
     path = subprocess.run([sys.executable, "-c", code, str(state)], env=env, capture_output=True, text=True,
                           check=True).stdout.strip()
     assert Path(path).parent == folder
-    started = subprocess.run([sys.executable, "-P", "-m", "flows.warm.starter", str(state)], env=env,
+    started = subprocess.run([sys.executable, "-P", "-m", "evalduck.flows.warm.starter", str(state)], env=env,
                              capture_output=True, text=True, timeout=60)
     assert started.returncode == 1 and "not serving:" in started.stderr, started.stderr
     assert "no socket is made there" in started.stderr
@@ -173,7 +173,7 @@ def test_off_linux_the_command_never_asks_a_starter(tmp_path: Path, monkeypatch:
     import select
     import socket
 
-    import flows.warm.client
+    import evalduck.flows.warm.client
 
     sock = tmp_path / "warm.sock"
     (tmp_path / "serve.json").write_text(json.dumps({"starter_socket": str(sock)}))
@@ -181,6 +181,6 @@ def test_off_linux_the_command_never_asks_a_starter(tmp_path: Path, monkeypatch:
     with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as listener:
         listener.bind(str(sock))
         listener.listen(1)
-        monkeypatch.setattr(flows.warm.client, "SUPPORTED", False)
-        assert flows.warm.client.run_via_starter("cli", ["run", "data.jsonl"]) is None
+        monkeypatch.setattr(evalduck.flows.warm.client, "SUPPORTED", False)
+        assert evalduck.flows.warm.client.run_via_starter("cli", ["run", "data.jsonl"]) is None
         assert select.select([listener], [], [], 0)[0] == []  # nobody connected

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from scorers import Scorer, ScorerInput, _retry
-from scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY, FakeOpenAIServer
+from evalduck.scorers import Scorer, ScorerInput, _retry
+from evalduck.scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY, FakeOpenAIServer
 
 
 @pytest.fixture

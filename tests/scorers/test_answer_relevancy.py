@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scorers import ConfigError, InvalidJudgeAnswer, ScorerInputError, ScorerResult, create_answer_relevancy_scorer
-from scorers.prebuilt.answer_relevancy import relevancy_score
-from scorers.testing.fake_openai import FakeOpenAIServer, Reply
+from evalduck.scorers import ConfigError, InvalidJudgeAnswer, ScorerInputError, ScorerResult, create_answer_relevancy_scorer
+from evalduck.scorers.prebuilt.answer_relevancy import relevancy_score
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply
 
 QUESTION = "How do I reset my password?"
 

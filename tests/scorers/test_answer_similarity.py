@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_answer_similarity_scorer
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_answer_similarity_scorer
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 from judged import JUDGE
 

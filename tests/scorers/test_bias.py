@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from scorers import ConfigError, InvalidJudgeAnswer, create_bias_scorer
-from scorers.testing.fake_openai import FakeOpenAIServer, Reply
+from evalduck.scorers import ConfigError, InvalidJudgeAnswer, create_bias_scorer
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply
 
 from judged import JUDGE
 

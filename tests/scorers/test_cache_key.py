@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-import scorers
-from scorers import StepContext, create_answer_relevancy_scorer, create_textual_difference_scorer
-from scorers._cache_key import canonical_json, hash_components, without_excluded
+from evalduck import scorers
+from evalduck.scorers import StepContext, create_answer_relevancy_scorer, create_textual_difference_scorer
+from evalduck.scorers._cache_key import canonical_json, hash_components, without_excluded
 
 RUN = {"input": "How do I cancel?", "output": "Go to Billing. Press Cancel.", "groundTruth": "Billing > Cancel."}
 RESULTS = {
@@ -118,7 +118,7 @@ def _tone_keys() -> dict[str, str]:
 def test_a_prebuilt_scorers_keys_follow_its_code(monkeypatch: pytest.MonkeyPatch) -> None:
     """An edited module (or a helper it imports) changes the keys; reverted, the keys are the old ones again;
     another scorer's module is not part of them. A custom scorer's keys have no code component."""
-    from scorers import _cache_key
+    from evalduck.scorers import _cache_key
 
     read = _cache_key._read_source
     before = _tone_keys()
@@ -133,8 +133,8 @@ def test_a_prebuilt_scorers_keys_follow_its_code(monkeypatch: pytest.MonkeyPatch
             return source + b"\n# edited\n" if module == name and source is not None else source
         return reader
 
-    for module, changes in [("scorers.prebuilt.tone", True), ("scorers.prebuilt._code", True),
-                            ("scorers._messages", True), ("scorers.prebuilt.bias", False)]:
+    for module, changes in [("evalduck.scorers.prebuilt.tone", True), ("evalduck.scorers.prebuilt._code", True),
+                            ("evalduck.scorers._messages", True), ("evalduck.scorers.prebuilt.bias", False)]:
         monkeypatch.setattr(_cache_key, "_read_source", edited(module))
         forget()
         after = _tone_keys()
@@ -152,7 +152,7 @@ def test_a_prebuilt_scorers_keys_are_the_same_in_every_process() -> None:
     import subprocess
     import sys
 
-    code = ("import json, scorers; s = scorers.create_tone_scorer(); "
+    code = ("import json; import evalduck.scorers as scorers; s = scorers.create_tone_scorer(); "
             f"print(json.dumps({{st.name: st.cache_key(s.context_for(st.name, {RUN!r}, {RESULTS!r}, 0.65)) for st in s.steps}}))")
     printed = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
                for _ in range(2)]

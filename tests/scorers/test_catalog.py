@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import pytest
 
-import scorers
-from scorers import PREBUILT, ConfigError, PrebuiltScorer, create_scorer
+from evalduck import scorers
+from evalduck.scorers import PREBUILT, ConfigError, PrebuiltScorer, create_scorer
 
 # SCORERS.md 0.6: the seeds, then the page's table, in order.
 CONTRACT = (

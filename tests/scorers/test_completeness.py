@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from scorers import ConfigError, create_completeness_scorer
-from scorers.prebuilt.completeness import covered, elements, pieces
+from evalduck.scorers import ConfigError, create_completeness_scorer
+from evalduck.scorers.prebuilt.completeness import covered, elements, pieces
 
 
 def test_pieces() -> None:

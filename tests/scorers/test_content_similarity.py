@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scorers import ConfigError, ScorerInputError, create_content_similarity_scorer
-from scorers.prebuilt._js_text import JS_WHITESPACE
-from scorers.prebuilt.content_similarity import dice
+from evalduck.scorers import ConfigError, ScorerInputError, create_content_similarity_scorer
+from evalduck.scorers.prebuilt._js_text import JS_WHITESPACE
+from evalduck.scorers.prebuilt.content_similarity import dice
 
 # Whitespace JavaScript has and Python lacks (U+FEFF), Python has and JavaScript lacks (U+001C-U+001F,
 # U+0085), letters, a character outside the BMP (two code units) and a lone surrogate.

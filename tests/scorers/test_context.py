@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from scorers import ScorerInput, ScorerInputError, StepContext
+from evalduck.scorers import ScorerInput, ScorerInputError, StepContext
 
 
 class TestFromCall:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_context_precision_scorer, create_context_relevance_scorer
-from scorers.prebuilt.context_precision import average_precision
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_context_precision_scorer, create_context_relevance_scorer
+from evalduck.scorers.prebuilt.context_precision import average_precision
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 from judged import JUDGE
 

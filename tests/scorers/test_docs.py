@@ -1,4 +1,4 @@
-"""docs/scorers.md cannot drift from scorers.PREBUILT: its table is generated, and every scorer has a section."""
+"""docs/scorers.md cannot drift from evalduck.scorers.PREBUILT: its table is generated, and every scorer has a section."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from scorers import PREBUILT
-from scorers.prebuilt._table import BEGIN, END, catalogue_table, with_table
+from evalduck.scorers import PREBUILT
+from evalduck.scorers.prebuilt._table import BEGIN, END, catalogue_table, with_table
 
 PAGE = Path(__file__).parents[2] / "docs" / "scorers.md"
 
 
 def check(page: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "scorers.prebuilt._table", "--check", str(page)],
+    return subprocess.run([sys.executable, "-m", "evalduck.scorers.prebuilt._table", "--check", str(page)],
                           capture_output=True, text=True, timeout=120)
 
 
@@ -29,8 +29,8 @@ def test_the_check_fails_on_a_stale_table_and_the_script_fixes_it(tmp_path: Path
     stale = tmp_path / "scorers.md"
     stale.write_text(PAGE.read_text(encoding="utf-8").replace("| `tone-scorer` |", "| `tone` |"), encoding="utf-8")
     failed = check(stale)
-    assert failed.returncode == 1 and "differs from scorers.PREBUILT" in failed.stderr
-    subprocess.run([sys.executable, "-m", "scorers.prebuilt._table", str(stale)], check=True, timeout=120)
+    assert failed.returncode == 1 and "differs from evalduck.scorers.PREBUILT" in failed.stderr
+    subprocess.run([sys.executable, "-m", "evalduck.scorers.prebuilt._table", str(stale)], check=True, timeout=120)
     assert stale.read_text(encoding="utf-8") == PAGE.read_text(encoding="utf-8")
     assert check(PAGE).returncode == 0
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from scorers.testing.fake_openai import FakeOpenAIServer, Reply, default_responder, request_step
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply, default_responder, request_step
 
 
 def post(base_url: str, body: dict[str, Any], timeout: float = 10) -> tuple[int, dict[str, Any], dict[str, str]]:
@@ -111,7 +111,7 @@ def test_command_line() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "scorers.testing.fake_openai", "--port", str(port), "--latency", "0"],
+        [sys.executable, "-m", "evalduck.scorers.testing.fake_openai", "--port", str(port), "--latency", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ},
     )
     try:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-import scorers
-import scorers.judge
-from scorers import (
+from evalduck import scorers
+import evalduck.scorers.judge
+from evalduck.scorers import (
     InvalidJudgeAnswer,
     JudgeConfigError,
     JudgeError,
@@ -23,9 +23,9 @@ from scorers import (
     complete,
     create_answer_relevancy_scorer,
 )
-from scorers import JudgeErrorKind as K
-from scorers._judge import ask_judge
-from scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY, FakeOpenAIServer, Reply
+from evalduck.scorers import JudgeErrorKind as K
+from evalduck.scorers._judge import ask_judge
+from evalduck.scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY, FakeOpenAIServer, Reply
 
 RUN = {"input": "Where is my parcel?", "output": "It ships tomorrow."}
 
@@ -177,7 +177,7 @@ class TestClassification:
     def test_the_public_seam_exports_the_error_classes(self) -> None:
         for name in ("JudgeError", "JudgeErrorKind", "JudgeConfigError", "JudgeTransientError", "JudgeRequestError",
                      "InvalidJudgeAnswer"):
-            assert getattr(scorers.judge, name) is getattr(scorers, name) and name in scorers.judge.__all__
+            assert getattr(evalduck.scorers.judge, name) is getattr(scorers, name) and name in evalduck.scorers.judge.__all__
         assert not issubclass(JudgeRequestError, (JudgeConfigError, JudgeTransientError))
         assert InvalidJudgeAnswer("x").kind is K.INVALID_ANSWER and JudgeTransientError("x").kind is K.UNKNOWN
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from scorers import PREBUILT, Scorer, StepOutput
-from scorers._judge import _parse, output_schema
-from scorers.testing.fake_openai import default_responder, request_step
+from evalduck.scorers import PREBUILT, Scorer, StepOutput
+from evalduck.scorers._judge import _parse, output_schema
+from evalduck.scorers.testing.fake_openai import default_responder, request_step
 
 from judged import JUDGE
 
@@ -109,8 +109,8 @@ def test_the_fake_reasons_quote_the_score() -> None:
 
 USER_SCRIPT = """
 import json, sys
-import scorers
-from scorers.testing.fake_openai import CANARY_KEY
+from evalduck import scorers
+from evalduck.scorers.testing.fake_openai import CANARY_KEY
 
 judge = {"model": "openai/fake-judge", "api_base": sys.argv[1], "extra": {"api_key": CANARY_KEY}}
 context = ["The Eiffel Tower is in Paris.", "Bananas are yellow."]

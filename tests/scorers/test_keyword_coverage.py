@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from scorers import ConfigError, create_keyword_coverage_scorer
-from scorers.prebuilt.keyword_coverage import keywords
+from evalduck.scorers import ConfigError, create_keyword_coverage_scorer
+from evalduck.scorers.prebuilt.keyword_coverage import keywords
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""SCORERS.md 0.7: scorers.load_scorer("module.path:attribute", options)."""
+"""SCORERS.md 0.7: evalduck.scorers.load_scorer("module.path:attribute", options)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from scorers import ConfigError, Scorer, load_scorer, locate_scorer
+from evalduck.scorers import ConfigError, Scorer, load_scorer, locate_scorer
 
 MODULE = """
-from scorers import create_scorer, create_tone_scorer
+from evalduck.scorers import create_scorer, create_tone_scorer
 
 calls = []
 
@@ -111,7 +111,7 @@ def test_from_a_fresh_interpreter_without_the_working_directory_on_sys_path(tmp_
     (tmp_path / "myevals.py").write_text(MODULE)
     code = textwrap.dedent("""
         import sys
-        from scorers import load_scorer
+        from evalduck.scorers import load_scorer
         assert '' not in sys.path
         scorer = load_scorer('myevals:make', {'bonus': 0.25})
         print(scorer.id, scorer.run(output='abcde').score)

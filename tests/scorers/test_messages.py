@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from scorers._messages import check_text_field, input_text, output_text, plain_text, split_sentences
+from evalduck.scorers._messages import check_text_field, input_text, output_text, plain_text, split_sentences
 
 CHAT_IN = [
     {"role": "system", "content": "You are helpful."},

@@ -6,9 +6,9 @@ import pickle
 
 import pytest
 
-from scorers import ConfigError, JudgePrompt, NotScorable, ScorerInput, ScorerInputError, create_scorer
-from scorers.prebuilt._options import OptionsModel, parse_options
-from scorers.prebuilt._passages import ContextOption, resolve_context
+from evalduck.scorers import ConfigError, JudgePrompt, NotScorable, ScorerInput, ScorerInputError, create_scorer
+from evalduck.scorers.prebuilt._options import OptionsModel, parse_options
+from evalduck.scorers.prebuilt._passages import ContextOption, resolve_context
 
 TOOLS = [
     {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": {"name": "search"}}]},

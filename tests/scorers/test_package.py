@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-import scorers
+from evalduck import scorers
 
 
 def test_import_is_light_and_prefect_free() -> None:
-    code = ("import sys, scorers, scorers.testing; from scorers import *; "
+    code = ("import sys; import evalduck.scorers as scorers, evalduck.scorers.testing; from evalduck.scorers import *; "
             "print(*(m in sys.modules for m in ('prefect', 'litellm', 'simplemma', 'stop_words'))); "
             "print(len(scorers.__all__), len(set(scorers.__all__)), all(n in globals() for n in scorers.__all__))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

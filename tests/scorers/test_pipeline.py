@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from scorers import PipelineState, ScorerInput, Step, StepContext, StepOutput, create_scorer, walk_steps
+from evalduck.scorers import PipelineState, ScorerInput, Step, StepContext, StepOutput, create_scorer, walk_steps
 
 
 def _scorer(fail_reason: bool = False):  # type: ignore[no-untyped-def]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_prompt_alignment_scorer
-from scorers.prebuilt.prompt_alignment import BLANK_OUTPUT
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_prompt_alignment_scorer
+from evalduck.scorers.prebuilt.prompt_alignment import BLANK_OUTPUT
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 from judged import JUDGE
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scorers._rounding import round_half_up
+from evalduck.scorers._rounding import round_half_up
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scorers import ScorerInput, ScorerInputError, create_scorer, create_textual_difference_scorer
+from evalduck.scorers import ScorerInput, ScorerInputError, create_scorer, create_textual_difference_scorer
 
 
 def test_keywords_and_mastra_dict() -> None:

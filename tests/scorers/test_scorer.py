@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from scorers import (
+from evalduck.scorers import (
     ConfigError,
     JudgePrompt,
     ScorerResult,
@@ -18,7 +18,7 @@ from scorers import (
     create_scorer,
     create_tone_scorer,
 )
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 MASTRA_KEYS = {
     "runId", "score", "reason", "preprocessPrompt", "preprocessStepResult", "analyzePrompt", "analyzeStepResult",

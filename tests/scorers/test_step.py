@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from scorers import (
+from evalduck.scorers import (
     ConfigError,
     JudgePrompt,
     JudgeSettings,
@@ -17,7 +17,7 @@ from scorers import (
     StepContext,
     StepResultError,
 )
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 CTX = StepContext(run=ScorerInput(input="q", output="an answer"))
 

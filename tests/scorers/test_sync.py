@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from scorers import create_scorer, run_sync
+from evalduck.scorers import create_scorer, run_sync
 
 WHO: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="nobody")
 

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from rapidfuzz.distance import Levenshtein
 
-from scorers import ConfigError, ScorerInputError, ScorerResult, create_textual_difference_scorer
-from scorers.prebuilt.textual_difference import VERSION, text_difference
+from evalduck.scorers import ConfigError, ScorerInputError, ScorerResult, create_textual_difference_scorer
+from evalduck.scorers.prebuilt.textual_difference import VERSION, text_difference
 
 
 def non_equal_opcodes(source: str, target: str) -> int:

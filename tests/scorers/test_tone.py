@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scorers import ConfigError, ScorerResult, create_tone_scorer
-from scorers.prebuilt.tone import compound, tone_analysis, tone_score
+from evalduck.scorers import ConfigError, ScorerResult, create_tone_scorer
+from evalduck.scorers.prebuilt.tone import compound, tone_analysis, tone_score
 
 HAPPY = "I absolutely love this, thank you so much, it is wonderful!"
 ANGRY = "This is terrible, I hate it and I am furious."

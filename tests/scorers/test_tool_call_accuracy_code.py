@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from scorers import ConfigError, NotScorable, create_tool_call_accuracy_scorer_code as create
-from scorers.prebuilt.tool_call_accuracy_code import order_called
+from evalduck.scorers import ConfigError, NotScorable, create_tool_call_accuracy_scorer_code as create
+from evalduck.scorers.prebuilt.tool_call_accuracy_code import order_called
 
 
 def calls(*names: str) -> list[dict[str, Any]]:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from scorers import ConfigError, InvalidJudgeAnswer, ScorerInputError, create_tool_call_accuracy_scorer_llm
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.scorers import ConfigError, InvalidJudgeAnswer, ScorerInputError, create_tool_call_accuracy_scorer_llm
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 from judged import JUDGE
 

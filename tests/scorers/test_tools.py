@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from scorers import ScorerInput, ScorerInputError
-from scorers._messages import output_text, plain_text
-from scorers._tools import actual_tools, tool_call_infos, tool_results
+from evalduck.scorers import ScorerInput, ScorerInputError
+from evalduck.scorers._messages import output_text, plain_text
+from evalduck.scorers._tools import actual_tools, tool_call_infos, tool_results
 
 
 def call(name: str, call_id: str | None = None, arguments: Any = "{}") -> dict[str, Any]:

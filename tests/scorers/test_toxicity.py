@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from scorers import ConfigError, create_toxicity_scorer
-from scorers.testing.fake_openai import FakeOpenAIServer
+from evalduck.scorers import ConfigError, create_toxicity_scorer
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 from judged import JUDGE
 

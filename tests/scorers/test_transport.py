@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-import scorers
-from scorers import (
+from evalduck import scorers
+from evalduck.scorers import (
     JudgeSettings,
     JudgeTransientError,
     JudgeTransport,
@@ -21,7 +21,7 @@ from scorers import (
     complete,
     create_answer_relevancy_scorer,
 )
-from scorers.testing.fake_openai import FakeOpenAIServer, default_responder
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, default_responder
 
 QUESTION = "How do I reset my password?"
 OUTPUT = "Open Settings. The sky is blue."

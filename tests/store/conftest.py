@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.store import ScoreRow, Store
+from evalduck.flows.store import ScoreRow, Store
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

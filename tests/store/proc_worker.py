@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import time
 
-from flows.store import ScoreRow, Store
+from evalduck.flows.store import ScoreRow, Store
 
 SCORERS = ("alpha", "beta")
 

@@ -11,11 +11,11 @@ from typing import Any
 import duckdb
 import pytest
 
-from flows.store import Store
+from evalduck.flows.store import Store
 
 
 def _t_quantile_975(df: int) -> float:
-    """Independent of flows.store.tdist: Simpson integration of the t density, then bisection."""
+    """Independent of evalduck.flows.store.tdist: Simpson integration of the t density, then bisection."""
     log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
 
     def cdf_above_zero(t: float, steps: int = 1000) -> float:

@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from flows.store import Store, StoreError
+from evalduck.flows.store import Store, StoreError
 
 
 @pytest.fixture

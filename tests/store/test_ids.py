@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from flows.store.ids import item_id, item_ids
+from evalduck.flows.store.ids import item_id, item_ids
 
 
 def test_dataset_id_wins_and_is_a_string() -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.store import Store
-from flows.store.liveness import this_writer, writer_alive
+from evalduck.flows.store import Store
+from evalduck.flows.store.liveness import this_writer, writer_alive
 
 LINUX = Path("/proc/self/stat").exists()
 
@@ -51,7 +51,7 @@ def test_start_token_catches_a_reused_pid_a_reboot_and_another_namespace() -> No
 
 START_AND_EXIT = """
 import sys
-from flows.store import Store
+from evalduck.flows.store import Store
 store = Store(sys.argv[1])
 store.start_run("gone", "nightly", "d.jsonl", "h", {})
 store.write_scores("gone", [{"item_id": "i1", "scorer_id": "s", "scorer_version": "1", "score": 0.5}])

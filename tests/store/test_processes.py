@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flows.store import Store
+from evalduck.flows.store import Store
 
 WORKER = Path(__file__).with_name("proc_worker.py")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flows.redact import redact_url, redact_urls
-from flows.store import Store
+from evalduck.flows.redact import redact_url, redact_urls
+from evalduck.flows.store import Store
 
 
 @pytest.mark.parametrize(("given", "shown"), [

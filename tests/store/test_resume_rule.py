@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flows.store import DatasetMismatchError, Store, check_resume_dataset
+from evalduck.flows.store import DatasetMismatchError, Store, check_resume_dataset
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows.store import SCHEMA_VERSION, SchemaVersionError, Store, StoreError
-from flows.store.schema import migrate
+from evalduck.flows.store import SCHEMA_VERSION, SchemaVersionError, Store, StoreError
+from evalduck.flows.store.schema import migrate
 
 # The version 1 schema as it was released, written out here so the test does not depend on the code.
 V1_FILE = """

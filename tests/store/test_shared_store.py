@@ -19,12 +19,12 @@ import pytest
 from pg_harness import postgres_server
 from test_schema import V3_RUNS
 
-from flows.html_report import write_report
-from flows.store import ScoreRow, Store, lake
-from flows.store import store as store_module
-from flows.store import schema as schema_module
-from flows.store.schema import SCHEMA_VERSION, migrate
-from flows.store.target import parse_target
+from evalduck.flows.html_report import write_report
+from evalduck.flows.store import ScoreRow, Store, lake
+from evalduck.flows.store import store as store_module
+from evalduck.flows.store import schema as schema_module
+from evalduck.flows.store.schema import SCHEMA_VERSION, migrate
+from evalduck.flows.store.target import parse_target
 
 pytestmark = pytest.mark.shared
 WORKER = Path(__file__).with_name("proc_worker.py")

@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows.store import ScoreRow, Store
+from evalduck.flows.store import ScoreRow, Store
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "sql.md"
 RECIPE = re.compile(r"^### (\d+)\. (.+?)$.*?^```sql\n(.*?)^```", re.MULTILINE | re.DOTALL)

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from flows.store import ScoreRow, Store, UnknownRunError
+from evalduck.flows.store import ScoreRow, Store, UnknownRunError
 
 
 def _cell(run: str, item: str, scorer: str, score: float | None, status: str = "scored", **extra: object) -> ScoreRow:

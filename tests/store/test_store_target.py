@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.store.target import parse_target
+from evalduck.flows.store.target import parse_target
 
 
 def test_a_path_is_a_file_and_a_ducklake_url_a_catalog_with_its_data_path(tmp_path: Path) -> None:

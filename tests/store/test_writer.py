@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.store import ResultWriter, ScoreRow, Store, StoreLockedError
+from evalduck.flows.store import ResultWriter, ScoreRow, Store, StoreLockedError
 
 
 def _cell(i: int) -> ScoreRow:

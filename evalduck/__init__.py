@@ -1,0 +1,46 @@
+"""evalduck: evaluations of LLM applications as Prefect flows, with every result in DuckDB.
+
+``evalduck.scorers`` is the scorer library (pure Python, never imports Prefect) and ``evalduck.flows`` runs
+evals on Prefect and stores them. The names used most are here too, imported on first use, so that
+``import evalduck.scorers`` stays free of Prefect and ``import evalduck`` costs nothing.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalduck.flows import EvalConfig, EvalResult, RunOptions, ScorerSpec, run_eval_config, run_evals
+    from evalduck.scorers import *  # noqa: F403
+
+# The flows' public names; every other public name is the scorer library's (evalduck.scorers.__all__).
+_FLOWS = ("run_evals", "run_eval_config", "EvalResult", "EvalConfig", "RunOptions", "ScorerSpec")
+
+
+def _all() -> tuple[str, ...]:
+    return _FLOWS + tuple(import_module("evalduck.scorers").__all__)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__all__":
+        return _all()
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("evalduck")
+    if name in ("flows", "scorers"):
+        return import_module(f"evalduck.{name}")
+    if name.startswith("_"):
+        raise AttributeError(f"module 'evalduck' has no attribute {name!r}")
+    package = "evalduck.flows" if name in _FLOWS else "evalduck.scorers"
+    module = import_module(package)
+    if package == "evalduck.scorers" and name not in module.__all__:
+        raise AttributeError(f"module 'evalduck' has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_all()) | {"flows", "scorers"})

@@ -1,0 +1,14 @@
+"""The package layout, which pyproject.toml cannot say: flows/ and scorers/ install as evalduck.flows and
+evalduck.scorers, with every subpackage found (so a new folder needs no edit here)."""
+
+from setuptools import find_packages, setup
+
+FOLDERS = {"evalduck.flows": "flows", "evalduck.scorers": "scorers"}
+
+setup(
+    package_dir={"evalduck": "evalduck", **FOLDERS},
+    packages=["evalduck"] + [
+        f"{name}{sub[len(folder):]}" for name, folder in FOLDERS.items()
+        for sub in find_packages(include=[folder, f"{folder}.*"])
+    ],
+)
