@@ -15,7 +15,8 @@ export DO_NOT_TRACK := 1
 venv: $(STAMP)
 
 # The shared store's environment (docs/scale-out.md): evalduck with duckdb 1.5.5 and the DuckLake and
-# PostgreSQL extensions, for the machines that write or query a ducklake: store, and its tests.
+# PostgreSQL extensions, for the machines that write or query a ducklake: store, and its tests; with the dask
+# extra, since the scale-out tests run Dask workers.
 SHARED := .venv-shared
 SHARED_STAMP := $(SHARED)/.installed
 
@@ -24,7 +25,7 @@ venv-shared: $(SHARED_STAMP)
 $(SHARED_STAMP): pyproject.toml
 	test -x $(SHARED)/bin/python || $(PYTHON) -m venv $(SHARED)
 	$(SHARED)/bin/python -m pip install --quiet --upgrade pip
-	$(SHARED)/bin/python -m pip install --quiet -e '.[shared]' 'pytest>=8.3,<10' 'pytest-timeout>=2.3,<3'
+	$(SHARED)/bin/python -m pip install --quiet -e '.[shared,dask]' 'pytest>=8.3,<10' 'pytest-timeout>=2.3,<3'
 	touch $(SHARED_STAMP)
 
 # The shared-store tests (a PostgreSQL they start themselves): skipped by `make test`, which runs on duckdb
