@@ -58,8 +58,11 @@ def serve(
     if not project.is_dir():
         fail(value_error(label(ctx, "project_dir"), project_dir, "no such folder (name a project folder)"), ctx)
     if not (project / "prefect.yaml").exists() and prefect_file is None:
+        if project_dir is None:
+            fail(f"no prefect.yaml in {project} (the project folder): run `evalduck init` there to make it an evalduck "
+                 "project, or name one with --project-dir", ctx)
         fail(value_error(label(ctx, "project_dir"), project, "holds no prefect.yaml: run `evalduck init` there to make "
-                         "it an evalduck project (or name another folder with --project-dir)"), ctx)
+                         "it an evalduck project"), ctx)
     if prefect_file is not None and not prefect_file.is_file():
         fail(value_error(label(ctx, "prefect_file"), prefect_file, "no such file"), ctx)
     options = ServeOptions(
