@@ -30,12 +30,12 @@ def _switch(name: str, active: bool) -> None:
     from evalduck.flows.folder import project_state_dir
     from evalduck.flows.local_server import recorded_server
     from evalduck.flows.schedules import ScheduleError, switch_schedules
-    from evalduck.flows.server import client_auth, configured_api_url
+    from evalduck.flows.server import client_auth, configured_api_url, read_state
 
     api_url, auth = configured_api_url(), None
     if api_url is None:
         state_dir = project_state_dir()
-        state = recorded_server(state_dir)
+        state = recorded_server(state_dir) if read_state(state_dir) is not None else None  # makes no folder
         if state is None:
             _err.print(literal(("error:", "red"), " no Prefect server runs for this folder (", str(state_dir),
                                "): start one with `evalduck serve`, or name one with PREFECT_API_URL"))
