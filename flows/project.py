@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ("CONFIG_FILE", "PYPROJECT", "TOOL_TABLE", "Project", "ProjectFileError", "find_project", "project_root")
+__all__ = ("CONFIG_FILE", "PYPROJECT", "TOOL_TABLE", "Project", "ProjectFileError", "find_project", "project_root",
+           "in_project")
 
 CONFIG_FILE = "evalduck.toml"
 PYPROJECT = "pyproject.toml"
@@ -78,29 +79,50 @@ def _at(folder: Path) -> Project | None:
     return Project(folder, pyproject, tool) if tool is not None else None
 
 
+def _here(start: Path | None) -> Path | None:
+    """``start`` made absolute (default: the working directory); None when the working directory is gone."""
+    try:
+        return Path(os.path.abspath(start or os.getcwd()))
+    except OSError:
+        return None
+
+
 def find_project(start: Path | None = None) -> Project | None:
     """The project that ``start`` (default: the working directory) is in, None outside any.
 
     Raises:
         ProjectFileError: the nearest project file cannot be read or parsed.
     """
-    here = Path(os.path.abspath(start or Path.cwd()))
-    for folder in (here, *here.parents):
+    here = _here(start)
+    for folder in (here, *here.parents) if here else ():
         project = _at(folder)
         if project is not None:
             return project
     return None
 
 
-def project_root(start: Path | None = None) -> Path:
-    """The project's root, or ``start`` (the working directory) outside any project; an unreadable project
-    file is left for the command to report (flows/project_config.py), its folder is still the root."""
-    here = Path(os.path.abspath(start or Path.cwd()))
+def _root_of(here: Path) -> Path | None:
     for folder in (here, *here.parents):
         try:
             project = _at(folder)
-        except ProjectFileError:
+        except ProjectFileError:  # left for the command to report; its folder is still the root
             return folder
         if project is not None:
             return project.root
-    return here
+    return None
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The project's root, or ``start`` (the working directory) outside any project; an unreadable project
+    file is left for the command to report (flows/project_config.py), its folder is still the root."""
+    here = _here(start)
+    if here is None:
+        return Path()
+    return _root_of(here) or here
+
+
+def in_project() -> Path | None:
+    """The project root when the working directory is in a project, else None (default files then go in
+    the working directory, as they always did)."""
+    here = _here(None)
+    return _root_of(here) if here is not None else None

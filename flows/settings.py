@@ -40,12 +40,12 @@ def default_db_path() -> Path | str:
     """``$EVALDUCK_DB`` when set, else the project file's ``db``, else ``evals.duckdb`` at the project root
     (the working directory outside a project); a shared store's ``ducklake:`` URL stays a string (a Path
     would fold its ``//``)."""
-    from evalduck.flows.project import project_root
+    from evalduck.flows.project import in_project
 
     raw = os.environ.get(DB_ENV) or _project_default("db")
     if raw is None:
-        root = project_root()
-        return Path(DEFAULT_DB_FILE) if root == Path.cwd() else root / DEFAULT_DB_FILE
+        root = in_project()
+        return Path(DEFAULT_DB_FILE) if root is None else root / DEFAULT_DB_FILE
     return raw if raw.startswith(DUCKLAKE_PREFIX) else Path(raw)
 
 
@@ -53,15 +53,12 @@ def default_cache_dir(root: Path | None = None) -> Path:
     """``$EVALDUCK_CACHE_DIR`` when set, else the project file's ``cache_dir``, else ``.evalduck/cache`` under
     ``root`` (default: the project root, the working directory outside a project; ``evalduck serve`` passes
     the folder its worker runs in)."""
-    from evalduck.flows.project import project_root
+    from evalduck.flows.project import in_project
 
     env = os.environ.get(CACHE_DIR_ENV) or _project_default("cache_dir")
     if env:
         return Path(env)
-    if root is None:
-        root = project_root()
-        root = Path() if root == Path.cwd() else root
-    return root / ".evalduck" / "cache"
+    return (root or in_project() or Path()) / ".evalduck" / "cache"
 
 
 # Defaults (``setdefault``: a user's explicit setting always wins) for a process that runs evals, applied by
