@@ -83,6 +83,8 @@ def project_files(init: Init) -> dict[Path, str]:
         Path(EXAMPLE_DATASET): _template("example.jsonl").template,
         Path("evals/README.md"): _template("README.md").substitute(name=init.name),
         Path("evals/my_evals.py"): _template("my_evals.py.tmpl").template,
+        # A regular package: it wins over an installed `evals` distribution, which a namespace package would not.
+        Path("evals/__init__.py"): '"""This project\'s evals (`evalduck init`): scorers imported as evals.<module>:<name>."""\n',
     }
 
 

@@ -16,7 +16,8 @@ import yaml
 
 CLI = str(Path(sys.executable).with_name("evalduck"))
 CHECKOUT = Path(__file__).resolve().parents[2]
-FILES = ("prefect.yaml", "evalduck.toml", "evals/example.jsonl", "evals/README.md", "evals/my_evals.py")
+FILES = ("prefect.yaml", "evalduck.toml", "evals/example.jsonl", "evals/README.md", "evals/my_evals.py",
+         "evals/__init__.py")
 
 
 def evalduck(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
