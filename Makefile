@@ -10,7 +10,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export DO_NOT_TRACK := 1
 
-.PHONY: venv venv-shared demo test test-shared serve stop bench clean
+.PHONY: venv venv-shared demo test test-fast test-shared serve stop bench clean
 
 venv: $(STAMP)
 
@@ -60,6 +60,10 @@ stop:
 
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q
+
+# The suite without the end-to-end tests (no Prefect installation, worker or browser started).
+test-fast: $(DEV_STAMP)
+	$(BIN)/python -m pytest -q -m "not e2e"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
