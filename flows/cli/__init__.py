@@ -75,3 +75,4 @@ from evalduck.flows.cli import results  # noqa: E402,F401
 from evalduck.flows.cli import report  # noqa: E402,F401
 from evalduck.flows.cli import run  # noqa: E402,F401
 from evalduck.flows.cli import serve  # noqa: E402,F401
+from evalduck.flows.cli import status  # noqa: E402,F401

@@ -32,6 +32,9 @@ __all__ = (
     "start_starter",
     "ensure_starter",
     "stop_starter",
+    "start_watcher",
+    "ensure_watcher",
+    "stop_watcher",
     "start_worker",
     "is_alive",
     "stop_worker",
@@ -131,6 +134,57 @@ def stop_starter(pid: int) -> str:
         return f"the warm starter (pid {pid}) was not running"
     return _escalate(pid, "the warm starter", [(lambda: _signal_group(pid, signal.SIGTERM), 5.0, "")])
 
+
+
+def start_watcher(state_dir: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes] | None:
+    """Start the folder's idle watcher (flows/idle.py) in a session of its own, logging to ``idle.log``;
+    None when EVALDUCK_IDLE_TIMEOUT is 0 (the folder's processes stay until `evalduck stop`)."""
+    from evalduck.flows.idle import MARKER
+
+    watcher_env = {**os.environ, **QUIET_ENV, **(env or {})}
+    if _idle_timeout(watcher_env) == 0:
+        return None
+    log = state_dir / "idle.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-P", "-m", MARKER, str(state_dir)], stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT, env=watcher_env, start_new_session=True,
+        )
+
+
+def _idle_timeout(env: Mapping[str, str]) -> float:
+    """EVALDUCK_IDLE_TIMEOUT as ``env`` has it; ServeError naming the variable and the value when it is not one."""
+    from evalduck.flows.settings import idle_timeout
+
+    try:
+        return idle_timeout(env)
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
+
+
+def ensure_watcher(state_dir: Path, state: ServeState, env: Mapping[str, str] | None = None) -> ServeState:
+    """``state`` with a live idle watcher, for a server evalduck started for a run (`evalduck serve`'s folders
+    are not stopped as idle): the recorded one, else one started now (and recorded)."""
+    from evalduck.flows.idle import MARKER
+
+    if state.server_pid is None or state.worker_pid is not None:
+        return state
+    if state.watcher_pid is not None and is_alive(state.watcher_pid, MARKER):
+        return state
+    process = start_watcher(state_dir, env)
+    state = state.model_copy(update={"watcher_pid": process.pid if process else None})
+    write_state(state_dir, state)
+    return state
+
+
+def stop_watcher(pid: int) -> str:
+    """SIGTERM (it holds nothing it must release), SIGKILL after 5 s; never this process."""
+    from evalduck.flows.idle import MARKER
+
+    if pid == os.getpid() or not is_alive(pid, MARKER):
+        return f"the idle watcher (pid {pid}) was not running"
+    return _escalate(pid, "the idle watcher", [(lambda: _signal_group(pid, signal.SIGTERM), 5.0, "")])
 
 
 def start_worker(
