@@ -168,28 +168,35 @@ def local_server(state_dir: Path, say: Callable[[str], None], timeout: float = 1
         kept = _clear_stale(state_dir, say)
         say("starting a local Prefect server for this folder (first time: ~30 s)...")  # else ~25 s of silence
         auth = folder_auth(state_dir)
-        port = _free_port()
-        api_url = f"http://{HOST}:{port}/api"
         log = state_dir / "server.log"
         services = {k: v for k, v in RUNS_ONLY_SERVICES_OFF.items() if k not in os.environ}  # a user's setting wins
-        process = start_server(HOST, port, log, {**services, **server_env(auth)})
-        state = ServeState(
-            api_url=api_url, ui_url=ui_url_for(api_url), server_pid=process.pid, project_dir=str(Path.cwd()), services="runs",
-            prefect_home=prefect_home(), starter_pid=kept.starter_pid if kept else None,
-            starter_socket=kept.starter_socket if kept else None, auth=auth,
-        )
-        write_state(state_dir, state)
-        # Started now, not after this run: it imports while the server starts (this run only waits for it
-        # meanwhile), so that the next run, even one right after this one, is forked from it.
-        state = ensure_starter(state_dir, state)
-        try:
-            wait_healthy(api_url, timeout, process, log)
-        except ServeError:
-            stop_server(process.pid)
-            if state.starter_pid is not None and not kept:
-                stop_starter(state.starter_pid)
-            forget_state(state_dir)
-            raise
+        state = ServeState(api_url="", ui_url="", project_dir=str(Path.cwd()), services="runs", prefect_home=prefect_home(),
+                           starter_pid=kept.starter_pid if kept else None,
+                           starter_socket=kept.starter_socket if kept else None, auth=auth)
+        # Twice at most: the port found free can be taken before the server binds it (another folder's first
+        # run at the same moment), and that server then answers the health check instead of ours.
+        for attempt in range(2):
+            port = _free_port() if attempt == 0 else _free_port(0)
+            api_url = f"http://{HOST}:{port}/api"
+            process = start_server(HOST, port, log, {**services, **server_env(auth)}, calm=True)
+            state = state.model_copy(update={"api_url": api_url, "ui_url": ui_url_for(api_url), "server_pid": process.pid})
+            write_state(state_dir, state)
+            # Started now, not after this run: it imports while the server starts (this run only waits for it
+            # meanwhile), so that the next run, even one right after this one, is forked from it.
+            state = ensure_starter(state_dir, state)
+            try:
+                wait_healthy(api_url, timeout, process, log)
+                if authenticates(api_url, auth, 10.0) and process.poll() is None:
+                    break
+                if attempt == 1:
+                    raise ServeError(f"another server answered at {api_url} instead of this folder's")
+                stop_server(process.pid)
+            except ServeError:
+                stop_server(process.pid)
+                if state.starter_pid is not None and not kept:
+                    stop_starter(state.starter_pid)
+                forget_state(state_dir)
+                raise
         state = ensure_watcher(state_dir, state)
     say(f"Started a local Prefect server for this folder at {state.ui_url} (pid {process.pid}; "
         f"{login_hint(state_dir)}), and a warm starter for the next runs; later runs reuse both. {_until()}; "

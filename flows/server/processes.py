@@ -74,18 +74,23 @@ def wait_healthy(
     raise ServeError(f"the Prefect server at {api_url} did not answer /health within {timeout:.0f} s{log_tail(log)}")
 
 
-def start_server(host: str, port: int, log: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Start `prefect server start` in its own process group, detached from our terminal.
+def start_server(
+    host: str, port: int, log: Path, env: Mapping[str, str] | None = None, calm: bool = False
+) -> subprocess.Popen[bytes]:
+    """Start `prefect server start` in its own process group, detached from our terminal; ``calm``: with its
+    background worker polling every 2 s instead of 250 ms (flows/server/calm_server.py), for a server a run
+    starts.
 
     PREFECT_SERVER_API_HOST/PORT are set as well as the flags: the UI asks `/ui-settings` for its API URL,
     and without them that answer stays on 127.0.0.1:4200 whatever port the server listens on.
     """
+    command = [sys.executable, "-m", "evalduck.flows.server.calm_server"] if calm else [prefect_executable(), "server", "start"]
     server_env = child_env({"PREFECT_SERVER_API_HOST": host, "PREFECT_SERVER_API_PORT": str(port), **(env or {})})
     server_env.pop("PREFECT_API_URL", None)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         return subprocess.Popen(
-            [prefect_executable(), "server", "start", "--host", host, "--port", str(port)],
+            [*command, "--host", host, "--port", str(port)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=server_env, start_new_session=True,
         )
 

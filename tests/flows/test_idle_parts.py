@@ -29,7 +29,7 @@ def test_a_bad_idle_timeout_names_the_variable_and_the_value(raw: str) -> None:
 
 
 def test_the_watcher_looks_often_enough_for_short_timeouts_and_rarely_for_long_ones() -> None:
-    assert poll_interval(5) == 0.5 and poll_interval(1800) == 5.0 and poll_interval(20) == 2.0
+    assert poll_interval(5) == 0.5 and poll_interval(1800) == 10.0 and poll_interval(20) == 2.0
 
 
 def test_a_run_holds_the_folder_run_lock_and_stamps_it(tmp_path: Path) -> None:
@@ -112,3 +112,21 @@ def test_the_registry_keeps_a_copy_of_each_folders_record(monkeypatch: pytest.Mo
     assert oct((runtime / "evalduck" / "folders").stat().st_mode & 0o777) == "0o700"
     unregister(tmp_path / "a" / ".evalduck")
     assert [d for d, _ in registered()] == [tmp_path / "b" / ".evalduck"]
+
+
+def test_a_runs_server_polls_its_background_worker_every_two_seconds() -> None:
+    """The installed Docket still takes the two intervals calm_server sets (an upgrade that renamed them
+    would otherwise leave a run's server polling every 250 ms unnoticed)."""
+    import prefect.server.api.background_workers as workers
+    from docket import Docket
+
+    from evalduck.flows.server.calm_server import CALM_INTERVAL, calm_docket_worker
+
+    original = workers.Worker
+    try:
+        assert calm_docket_worker()
+        worker = workers.Worker(Docket(name="evalduck-test", url="memory://"))
+    finally:
+        workers.Worker = original
+    assert isinstance(worker, original)
+    assert worker.minimum_check_interval == CALM_INTERVAL == worker.scheduling_resolution
