@@ -8,7 +8,9 @@ Here they are 2 s: the tasks that worker runs for such a server (log and artifac
 vacuum) may start up to 2 s later. When the installed Docket's worker lacks these parameters the server
 starts as Prefect starts it (tests/flows/test_idle_parts.py fails then, so that an upgrade is noticed).
 
-    python -m evalduck.flows.server.calm_server --host 127.0.0.1 --port 4200
+    python -m evalduck.flows.server.calm_server server start --host 127.0.0.1 --port 4200
+
+(the arguments are `prefect`'s, so its command line reads `... server start ...` as Prefect's own does).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def main() -> None:
     from prefect.cli import app
 
     calm_docket_worker()
-    sys.argv = ["prefect", "server", "start", *sys.argv[1:]]
+    sys.argv = ["prefect", *sys.argv[1:]]
     sys.exit(app())
 
 

@@ -84,13 +84,13 @@ def start_server(
     PREFECT_SERVER_API_HOST/PORT are set as well as the flags: the UI asks `/ui-settings` for its API URL,
     and without them that answer stays on 127.0.0.1:4200 whatever port the server listens on.
     """
-    command = [sys.executable, "-m", "evalduck.flows.server.calm_server"] if calm else [prefect_executable(), "server", "start"]
+    command = [sys.executable, "-m", "evalduck.flows.server.calm_server"] if calm else [prefect_executable()]
     server_env = child_env({"PREFECT_SERVER_API_HOST": host, "PREFECT_SERVER_API_PORT": str(port), **(env or {})})
     server_env.pop("PREFECT_API_URL", None)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         return subprocess.Popen(
-            [*command, "--host", host, "--port", str(port)],
+            [*command, "server", "start", "--host", host, "--port", str(port)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=server_env, start_new_session=True,
         )
 

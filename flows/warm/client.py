@@ -75,7 +75,8 @@ def _connect_when_ready(sock: socket.socket, path: str, verbose: bool) -> None:
     state_dir = project_state_dir()
     deadline = _ready_by(starter_status(state_dir), recorded_pid(state_dir))
     if deadline is not None and verbose:
-        _in_process(f"waiting up to {max(0.0, deadline - time.time()):.0f} s for the warm starter's imports")
+        sys.stderr.write(f"evalduck: waiting up to {max(0.0, deadline - time.time()):.0f} s for the warm starter's "
+                         "imports (sooner than this process's own)\n")
     while True:
         try:
             connect_own(sock, path)
