@@ -13,13 +13,14 @@ from pathlib import Path
 from evalduck.flows.project import project_root
 
 __all__ = (
-    "EPHEMERAL_ENV", "STATE_DIR_ENV", "STATE_FILE", "ephemeral", "project_state_dir", "running_here", "wait_until_quiet",
+    "EPHEMERAL_ENV", "STATE_DIR_ENV", "STATE_FILE", "ephemeral", "project_state_dir", "last_run_at", "no_run_starts", "run_going",
+    "running_here",
 )
 
 EPHEMERAL_ENV = "EVALDUCK_EPHEMERAL"
 STATE_DIR_ENV = "EVALDUCK_STATE_DIR"
 STATE_FILE = "serve.json"
-RUN_LOCK = "runs.lock"  # held shared by every run of this folder that runs in its own process
+RUN_LOCK = "runs.lock"  # held shared by every run of this folder while it goes (``running_here``)
 
 
 def ephemeral(flag: bool = False) -> bool:
@@ -36,42 +37,73 @@ def project_state_dir(project: Path | None = None) -> Path:
 
 
 @contextlib.contextmanager
-def running_here(state_dir: Path) -> Iterator[None]:
-    """Around a run in its own process (not forked by the warm starter): a shared lock on the folder's run
-    lock, so that the starter leaves its preloads (seconds of CPU) until no such run is going."""
+def running_here(state_dir: Path, wait_s: float = 60.0) -> Iterator[None]:
+    """Around a run of this folder (in its own process, forked by the warm starter, or ``run_evals`` on the
+    folder's server): the folder's run lock held shared while it goes, its mtime stamped at the start and the
+    end. The idle watcher (flows/idle.py) never stops the folder's processes while a run holds it, and holds it
+    exclusively while it stops them: a run starting then waits (a few seconds, at most ``wait_s``), then finds
+    the folder stopped and starts it afresh."""
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(state_dir / RUN_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:  # a read-only folder: nothing to tell the starter
+    except OSError:  # a read-only folder: nothing to tell the watcher
         yield
         return
     try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    break  # run anyway: a stuck watcher must not keep runs from running
+                time.sleep(0.05)
+        _stamp(fd)
         yield
     finally:
+        _stamp(fd)
         os.close(fd)
 
 
-def wait_until_quiet(state_dir: Path, quiet_s: float = 1.5, poll_s: float = 0.25, limit_s: float = 3600.0) -> bool:
-    """Until no run of this folder has run in its own process for ``quiet_s`` (scripted runs back to back
-    never leave such a gap, so they never share the machine with the starter's preloads); False when
-    ``limit_s`` passed first."""
-    path = state_dir / RUN_LOCK
-    deadline = time.monotonic() + limit_s
-    quiet_since = time.monotonic()
-    while time.monotonic() < deadline:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError:
-            return True
+def _stamp(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.utime(fd)
+
+
+def run_going(state_dir: Path) -> bool:
+    """Whether a run of this folder holds its run lock now (``running_here``)."""
+    try:
+        fd = os.open(state_dir / RUN_LOCK, os.O_RDWR)  # not made here: its mtime says when a run last came
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def last_run_at(state_dir: Path) -> float:
+    """When a run of this folder last started or ended (epoch seconds; 0 when none ever did)."""
+    try:
+        return (state_dir / RUN_LOCK).stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+@contextlib.contextmanager
+def no_run_starts(state_dir: Path) -> Iterator[bool]:
+    """The run lock held exclusively: yields False (and holds nothing) when a run holds it."""
+    fd = os.open(state_dir / RUN_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # a run holds it
-            quiet_since = time.monotonic()
-        finally:
-            os.close(fd)
-        if time.monotonic() - quiet_since >= quiet_s:
-            return True
-        time.sleep(poll_s)
-    return False
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)

@@ -36,11 +36,13 @@ def main() -> None:
     if command_of(args) == "run" and "--ephemeral" not in args and not ephemeral():
         from evalduck.flows.warm.client import exit_like, run_via_starter
 
-        code = run_via_starter("cli", args)
+        # Held while the run goes, forked or here: the folder's idle watcher never stops its server under it.
+        with running_here(project_state_dir()):
+            code = run_via_starter("cli", args)
+            if code is None:
+                _cli()
         if code is not None:
             exit_like(code)
-        with running_here(project_state_dir()):  # the starter waits for this run before its preloads
-            _cli()
         return
     _cli()
 

@@ -8,7 +8,8 @@ here, and the runs never show in a UI. So `evalduck run` uses, in order:
    or by an earlier run), when it answers its health check;
 3. otherwise a local Prefect server started now for this folder, in the background, in a session of its
    own, recorded in that state file (pid, port, PREFECT_HOME), and left running for the next runs until
-   `evalduck stop`.
+   `evalduck stop`, or until the folder's idle watcher (flows/idle.py) stops it after EVALDUCK_IDLE_TIMEOUT
+   seconds with no run and no request.
 
 Steps 2 and 3 also make sure the folder has a live warm starter (flows/warm/starter.py), recorded in the same
 file, which later runs are forked from. With ``CI`` set, ``--ephemeral`` or ``EVALDUCK_EPHEMERAL=1`` a CLI run gets a temporary server of its own
@@ -28,16 +29,20 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from evalduck.flows.folder import EPHEMERAL_ENV, STATE_DIR_ENV, ephemeral, project_state_dir
+from evalduck.flows.folder import EPHEMERAL_ENV, STATE_DIR_ENV, ephemeral, project_state_dir, running_here
+from evalduck.flows.settings import IDLE_TIMEOUT_ENV, idle_timeout
 from evalduck.flows.server import (
     DEFAULT_PORT,
+    RUNS_ONLY_SERVICES_OFF,
     ServeError,
     ServeState,
     authenticates,
     child_env,
     client_auth,
     ensure_starter,
+    ensure_watcher,
     folder_auth,
+    forget_state,
     is_alive,
     is_healthy,
     login_hint,
@@ -144,7 +149,7 @@ def _clear_stale(state_dir: Path, say: Callable[[str], None]) -> ServeState | No
     if state is not None and state.server_pid is not None and is_alive(state.server_pid, "server"):
         say(stop_server(state.server_pid) + " (it did not answer its health check, or not with this folder's "
             "credentials)")
-    (state_dir / "serve.json").unlink(missing_ok=True)
+    forget_state(state_dir)
     return state if mine else None
 
 
@@ -152,34 +157,61 @@ def local_server(state_dir: Path, say: Callable[[str], None], timeout: float = 1
     """The folder's local server: the recorded one when it answers, else one started now (with this folder's
     credentials) and recorded; with the folder's warm starter (started too when it is missing), for the runs
     that follow. One process at a time: the first of several runs at once starts it, the others use it."""
+    try:
+        idle_timeout()  # before anything starts: the watcher started with the server reads it
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
     with server_lock(state_dir, timeout + 60):
         state = recorded_server(state_dir)
         if state is not None:
-            return ensure_starter(state_dir, state, after=os.getpid())
+            return ensure_watcher(state_dir, ensure_starter(state_dir, state, after=os.getpid()))
         kept = _clear_stale(state_dir, say)
         say("starting a local Prefect server for this folder (first time: ~30 s)...")  # else ~25 s of silence
         auth = folder_auth(state_dir)
-        port = _free_port()
-        api_url = f"http://{HOST}:{port}/api"
         log = state_dir / "server.log"
-        process = start_server(HOST, port, log, server_env(auth))
-        state = ServeState(
-            api_url=api_url, ui_url=ui_url_for(api_url), server_pid=process.pid, project_dir=str(Path.cwd()),
-            prefect_home=prefect_home(), starter_pid=kept.starter_pid if kept else None,
-            starter_socket=kept.starter_socket if kept else None, auth=auth,
-        )
-        write_state(state_dir, state)
-        try:
-            wait_healthy(api_url, timeout, process, log)
-        except ServeError:
-            stop_server(process.pid)
-            (state_dir / "serve.json").unlink(missing_ok=True)
-            raise
-        state = ensure_starter(state_dir, state, after=os.getpid())
+        services = {k: v for k, v in RUNS_ONLY_SERVICES_OFF.items() if k not in os.environ}  # a user's setting wins
+        state = ServeState(api_url="", ui_url="", project_dir=str(state_dir.parent), services="runs", prefect_home=prefect_home(),
+                           starter_pid=kept.starter_pid if kept else None,
+                           starter_socket=kept.starter_socket if kept else None, auth=auth)
+        # Twice at most: the port found free can be taken before the server binds it (another folder's first
+        # run at the same moment), and that server then answers the health check instead of ours.
+        for attempt in range(2):
+            port = _free_port() if attempt == 0 else _free_port(0)
+            api_url = f"http://{HOST}:{port}/api"
+            process = start_server(HOST, port, log, {**services, **server_env(auth)}, calm=True)
+            state = state.model_copy(update={"api_url": api_url, "ui_url": ui_url_for(api_url), "server_pid": process.pid})
+            write_state(state_dir, state)
+            # Started now, not after this run: it imports while the server starts (this run only waits for it
+            # meanwhile), so that the next run, even one right after this one, is forked from it.
+            state = ensure_starter(state_dir, state)
+            try:
+                wait_healthy(api_url, timeout, process, log)
+                if authenticates(api_url, auth, 10.0) and process.poll() is None:
+                    break
+                if attempt == 1:
+                    raise ServeError(f"another server answered at {api_url} instead of this folder's")
+                stop_server(process.pid)
+            except ServeError:
+                stop_server(process.pid)
+                if state.starter_pid is not None and not kept:
+                    stop_starter(state.starter_pid)
+                forget_state(state_dir)
+                raise
+        state = ensure_watcher(state_dir, state)
     say(f"Started a local Prefect server for this folder at {state.ui_url} (pid {process.pid}; "
-        f"{login_hint(state_dir)}), and a warm starter for the next runs; later runs reuse both. `evalduck stop` "
-        "ends them; --ephemeral runs without them.")
+        f"{login_hint(state_dir)}), and a warm starter for the next runs; later runs reuse both. {_until()}; "
+        "--ephemeral runs without them.")
     return state
+
+
+def _until() -> str:
+    """How long the folder's processes stay, in the words of the first run's message."""
+    seconds = idle_timeout()
+    if seconds == 0:
+        return f"They stay until `evalduck stop` ({IDLE_TIMEOUT_ENV}=0)"
+    after = f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
+    return (f"They stop by themselves after {after} with no run and no UI request ({IDLE_TIMEOUT_ENV}), "
+            "or with `evalduck stop`")
 
 
 @contextlib.contextmanager
@@ -188,12 +220,17 @@ def reuse_recorded_server() -> Iterator[str | None]:
     is configured and it answers; yields its API URL, or None (Prefect's own choice stands)."""
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
-    state = None if get_current_settings().api.url or ephemeral() else recorded_server(project_state_dir())
-    if state is None:
+    state_dir = project_state_dir()
+    if get_current_settings().api.url or ephemeral() or not (state_dir / "serve.json").exists():
         yield None
         return
-    with temporary_settings(updates={PREFECT_API_URL: state.api_url}), client_auth(state.auth):
-        yield state.api_url
+    with running_here(state_dir):  # the folder's idle watcher never stops that server under this run (flows/idle.py)
+        state = recorded_server(state_dir)
+        if state is None:
+            yield None
+            return
+        with temporary_settings(updates={PREFECT_API_URL: state.api_url}), client_auth(state.auth):
+            yield state.api_url
 
 
 def _die_with_parent(parent: int) -> Callable[[], None]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = (
@@ -16,6 +17,9 @@ __all__ = (
     "DEFAULT_DB_FILE",
     "DUCKLAKE_PREFIX",
     "PROCESS_ENV_DEFAULTS",
+    "IDLE_TIMEOUT_ENV",
+    "DEFAULT_IDLE_TIMEOUT_S",
+    "idle_timeout",
     "default_db_path",
     "default_cache_dir",
     "apply_process_defaults",
@@ -34,6 +38,28 @@ def _project_default(key: str) -> str | None:
     from evalduck.flows.project_config import file_defaults
 
     return file_defaults().get(key)
+
+
+# The folder's background processes (Prefect server, warm starter, chart renderer) stop after this many seconds
+# with no run and no request to the server (flows/idle.py); 0 keeps them until `evalduck stop`.
+IDLE_TIMEOUT_ENV = "EVALDUCK_IDLE_TIMEOUT"
+DEFAULT_IDLE_TIMEOUT_S = 1800.0
+
+
+def idle_timeout(environ: Mapping[str, str] | None = None) -> float:
+    """``$EVALDUCK_IDLE_TIMEOUT`` seconds in ``environ`` (default: this process's environment; unset: 30
+    minutes; 0: never); ValueError naming the variable and the value when it is not a number of seconds >= 0."""
+    raw = (os.environ if environ is None else environ).get(IDLE_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_IDLE_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"{IDLE_TIMEOUT_ENV}={raw!r} is not a number of seconds >= 0 (e.g. 1800; 0 keeps the "
+                         "folder's server running until `evalduck stop`)")
+    return value
 
 
 def default_db_path() -> Path | str:

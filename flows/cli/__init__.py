@@ -91,3 +91,4 @@ from evalduck.flows.cli import run  # noqa: E402,F401
 from evalduck.flows.cli import serve  # noqa: E402,F401
 from evalduck.flows.cli import init  # noqa: E402,F401
 from evalduck.flows.cli import schedule  # noqa: E402,F401
+from evalduck.flows.cli import status  # noqa: E402,F401

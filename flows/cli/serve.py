@@ -101,12 +101,18 @@ def stop(
                                      show_default=False)
     ] = None,
     state_dir: StateDir = None,
+    every_folder: Annotated[bool, typer.Option("--all", help="Every folder's processes of this user (the "
+                                               "registry under the runtime folder: flows/server/folders.py).")] = False,
 ) -> None:
-    """Stop the worker, then the server, that `evalduck serve` started (by process id)."""
-    from evalduck.flows.server import ServeError
+    """Stop what `evalduck serve` or a run started for this folder (by process id): idle watcher, worker,
+    warm starter and its renderer, server."""
+    from evalduck.flows.server import ServeError, stop_all
     from evalduck.flows.server import stop as end
 
     try:
+        if every_folder:
+            stop_all(say=_say)
+            return
         end((state_dir or (project_dir or project_root()).resolve() / ".evalduck").resolve(), say=_say)
     except ServeError as exc:
         _console.print(literal("evalduck stop: ", str(exc), style="red", multiline=True))

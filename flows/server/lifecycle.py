@@ -11,6 +11,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from evalduck.flows.folder import STATE_DIR_ENV
+from evalduck.flows.idle import STATUS_FILE as IDLE_STATUS
+from evalduck.flows.warm.wire import STATUS_FILE as WARM_STATUS
 from evalduck.flows.settings import CACHE_DIR_ENV, DB_ENV
 
 
@@ -29,6 +31,7 @@ from evalduck.flows.server.processes import (
     start_worker,
     stop_server,
     stop_starter,
+    stop_watcher,
     stop_worker,
     wait_healthy,
 )
@@ -37,6 +40,7 @@ from evalduck.flows.server.state import (
     WORK_POOL,
     ServeError,
     ServeState,
+    forget_state,
     prefect_home,
     read_state,
     state_path,
@@ -45,7 +49,7 @@ from evalduck.flows.server.state import (
 )
 
 
-__all__ = ("ServeOptions", "ui_url_for", "worker_env", "serve", "stop")
+__all__ = ("ServeOptions", "ui_url_for", "worker_env", "serve", "stop", "stop_all")
 
 class ServeOptions(BaseModel):
     """Where things go; the CLI fills these from flags and environment variables."""
@@ -106,11 +110,13 @@ def _ensure_server(
         say(f"Using the Prefect server at {options.api_url} (PREFECT_API_URL); it will not be stopped by `stop`.")
         return options.api_url, None
     assert auth is not None
-    if previous is not None and _ours(previous, auth):  # e.g. the one `evalduck run` started for this folder
+    ours = previous is not None and _ours(previous, auth)
+    if previous is not None and ours and previous.services == "all":
         say(f"Prefect server already running at {previous.api_url} (pid {previous.server_pid}).")
         return previous.api_url, previous.server_pid
     if previous is not None and previous.server_pid is not None and is_alive(previous.server_pid, "server"):
-        say(stop_server(previous.server_pid) + " (it did not take this folder's credentials)")
+        say(stop_server(previous.server_pid) + (" (started by `evalduck run` without the scheduler and the other "
+            "services deployments need: a new one has them)" if ours else " (it did not take this folder's credentials)"))
     api_url = f"http://{options.host}:{options.port}/api"
     if is_healthy(api_url):
         # Never adopted: its worker would run what anyone who can reach it asks for, as this user.
@@ -185,12 +191,22 @@ def _serve(options: ServeOptions, say: Callable[[str], None]) -> ServeState:
 
 
 def stop(state_dir: Path, say: Callable[[str], None] = print) -> bool:
-    """End what `serve` or a run recorded: the worker, the warm starter, then the server; False when nothing
-    was recorded."""
+    """End what `serve` or a run recorded: the idle watcher, the worker, the warm starter, then the server, and
+    forget them (the record and their status files); False when nothing was recorded."""
     state = read_state(state_dir)
     if state is None:
         say(f"Nothing to stop: no {state_path(state_dir)}.")
         return False
+    _stop_recorded(state, say)
+    forget_state(state_dir)
+    for status in (IDLE_STATUS, WARM_STATUS):  # what the watcher and the starter said about themselves
+        (state_dir / status).unlink(missing_ok=True)
+    return True
+
+
+def _stop_recorded(state: ServeState, say: Callable[[str], None]) -> None:
+    if state.watcher_pid is not None and state.watcher_pid != os.getpid():  # first: it would stop them too
+        say(stop_watcher(state.watcher_pid))
     if state.worker_pid is not None:
         say(stop_worker(state.worker_pid))
     if state.starter_pid is not None:
@@ -199,5 +215,26 @@ def stop(state_dir: Path, say: Callable[[str], None] = print) -> bool:
         say(stop_server(state.server_pid))
     else:
         say(f"Left the Prefect server at {state.api_url} running (evalduck did not start it).")
-    state_path(state_dir).unlink(missing_ok=True)
-    return True
+
+
+def stop_all(say: Callable[[str], None] = print) -> int:
+    """`stop` in every folder of this user's registry (flows/server/folders.py); a folder whose record is gone
+    (deleted, moved) is stopped from the registry's copy. Returns how many folders had a record."""
+    from evalduck.flows.server.folders import registered, unregister
+
+    folders = registered()
+    if not folders:
+        say("Nothing to stop: no folder of this user's has evalduck processes recorded.")
+    for state_dir, copy in folders:
+        say(f"{state_dir.parent}:")
+        try:
+            if state_path(state_dir).exists():
+                stop(state_dir, say=lambda line: say(f"  {line}"))
+                continue
+            _stop_recorded(ServeState.model_validate(copy), say=lambda line: say(f"  {line}"))
+            say(f"  (from the registry's copy: {state_path(state_dir)} is gone)")
+        except (ServeError, ValueError) as exc:  # a record that is not ours to read: said, the others still stopped
+            say(f"  not stopped: {exc}")
+            continue
+        unregister(state_dir)
+    return len(folders)

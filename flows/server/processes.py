@@ -32,6 +32,9 @@ __all__ = (
     "start_starter",
     "ensure_starter",
     "stop_starter",
+    "start_watcher",
+    "ensure_watcher",
+    "stop_watcher",
     "start_worker",
     "is_alive",
     "stop_worker",
@@ -71,18 +74,23 @@ def wait_healthy(
     raise ServeError(f"the Prefect server at {api_url} did not answer /health within {timeout:.0f} s{log_tail(log)}")
 
 
-def start_server(host: str, port: int, log: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Start `prefect server start` in its own process group, detached from our terminal.
+def start_server(
+    host: str, port: int, log: Path, env: Mapping[str, str] | None = None, calm: bool = False
+) -> subprocess.Popen[bytes]:
+    """Start `prefect server start` in its own process group, detached from our terminal; ``calm``: with its
+    background worker polling every 2 s instead of 250 ms (flows/server/calm_server.py), for a server a run
+    starts.
 
     PREFECT_SERVER_API_HOST/PORT are set as well as the flags: the UI asks `/ui-settings` for its API URL,
     and without them that answer stays on 127.0.0.1:4200 whatever port the server listens on.
     """
+    command = [sys.executable, "-m", "evalduck.flows.server.calm_server"] if calm else [prefect_executable()]
     server_env = child_env({"PREFECT_SERVER_API_HOST": host, "PREFECT_SERVER_API_PORT": str(port), **(env or {})})
     server_env.pop("PREFECT_API_URL", None)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         return subprocess.Popen(
-            [prefect_executable(), "server", "start", "--host", host, "--port", str(port)],
+            [*command, "server", "start", "--host", host, "--port", str(port)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=server_env, start_new_session=True,
         )
 
@@ -131,6 +139,57 @@ def stop_starter(pid: int) -> str:
         return f"the warm starter (pid {pid}) was not running"
     return _escalate(pid, "the warm starter", [(lambda: _signal_group(pid, signal.SIGTERM), 5.0, "")])
 
+
+
+def start_watcher(state_dir: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes] | None:
+    """Start the folder's idle watcher (flows/idle.py) in a session of its own, logging to ``idle.log``;
+    None when EVALDUCK_IDLE_TIMEOUT is 0 (the folder's processes stay until `evalduck stop`)."""
+    from evalduck.flows.idle import MARKER
+
+    watcher_env = {**os.environ, **QUIET_ENV, **(env or {})}
+    if _idle_timeout(watcher_env) == 0:
+        return None
+    log = state_dir / "idle.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-P", "-m", MARKER, str(state_dir)], stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT, env=watcher_env, start_new_session=True,
+        )
+
+
+def _idle_timeout(env: Mapping[str, str]) -> float:
+    """EVALDUCK_IDLE_TIMEOUT as ``env`` has it; ServeError naming the variable and the value when it is not one."""
+    from evalduck.flows.settings import idle_timeout
+
+    try:
+        return idle_timeout(env)
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
+
+
+def ensure_watcher(state_dir: Path, state: ServeState, env: Mapping[str, str] | None = None) -> ServeState:
+    """``state`` with a live idle watcher, for a server evalduck started for a run (`evalduck serve`'s folders
+    are not stopped as idle): the recorded one, else one started now (and recorded)."""
+    from evalduck.flows.idle import MARKER
+
+    if state.server_pid is None or state.worker_pid is not None:
+        return state
+    if state.watcher_pid is not None and is_alive(state.watcher_pid, MARKER):
+        return state
+    process = start_watcher(state_dir, env)
+    state = state.model_copy(update={"watcher_pid": process.pid if process else None})
+    write_state(state_dir, state)
+    return state
+
+
+def stop_watcher(pid: int) -> str:
+    """SIGTERM (it holds nothing it must release), SIGKILL after 5 s; never this process."""
+    from evalduck.flows.idle import MARKER
+
+    if pid == os.getpid() or not is_alive(pid, MARKER):
+        return f"the idle watcher (pid {pid}) was not running"
+    return _escalate(pid, "the idle watcher", [(lambda: _signal_group(pid, signal.SIGTERM), 5.0, "")])
 
 
 def start_worker(

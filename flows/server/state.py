@@ -20,11 +20,13 @@ __all__ = (
     "WORK_POOL",
     "DEFAULT_PORT",
     "QUIET_ENV",
+    "RUNS_ONLY_SERVICES_OFF",
     "ServeError",
     "ServeState",
     "state_path",
     "read_state",
     "write_state",
+    "forget_state",
     "server_lock",
     "prefect_executable",
     "prefect_home",
@@ -43,6 +45,19 @@ QUIET_ENV = {
 }
 
 
+# The Prefect server services a server started for `evalduck run` alone turns off (Prefect 3.9's setting names):
+# a folder without deployments has no schedules (scheduler, late runs), workers (foreman, worker cleanup
+# leases), automations (triggers), pauses, concurrency leases (repossessor) or cancelled runs to clean up
+# after a worker. Each wakes every 5-60 s, together ~2% of a core of an idle server (docs/benchmarks.md). Kept:
+# the task run recorder and the event persister (the UI's task runs and events) and the hourly event vacuum.
+# `evalduck serve` starts its server with all of them (it replaces a run's server that lacks them).
+RUNS_ONLY_SERVICES_OFF = {
+    f"PREFECT_SERVER_SERVICES_{name}_ENABLED": "false"
+    for name in ("SCHEDULER", "LATE_RUNS", "FOREMAN", "CANCELLATION_CLEANUP", "PAUSE_EXPIRATIONS", "REPOSSESSOR",
+                 "CLEANUP_RECONCILER", "TRIGGERS")
+}
+
+
 class ServeError(RuntimeError):
     """A step of `serve` failed; the message says which and where its log is."""
 
@@ -56,6 +71,9 @@ class ServeState(BaseModel):
     worker_pid: int | None = None
     starter_pid: int | None = Field(None, description="the warm starter's (flows/warm/starter.py)")
     starter_socket: str | None = Field(None, description="the unix socket the warm starter listens on")
+    watcher_pid: int | None = Field(None, description="the idle watcher's (flows/idle.py), for a server a run started")
+    services: str = Field("all", description='"runs": a server a run started, without the services deployments '
+                          'need (RUNS_ONLY_SERVICES_OFF); "all": every service (`evalduck serve`, older records)')
     work_pool: str = WORK_POOL
     db_path: str | None = Field(None, description="the worker's results file; None for a server `run` started")
     project_dir: str
@@ -87,8 +105,20 @@ def write_state(state_dir: Path, state: ServeState) -> None:
     state_dir.mkdir(parents=True, exist_ok=True)
     path = state_path(state_dir)
     scratch = path.with_name(f".{path.name}.{os.getpid()}")
-    scratch.write_text(state.model_dump_json(indent=2) + "\n")
+    text = state.model_dump_json(indent=2) + "\n"
+    scratch.write_text(text)
     os.replace(scratch, path)
+    from evalduck.flows.server.folders import register
+
+    register(state_dir, text)  # for `evalduck stop --all` (flows/server/folders.py)
+
+
+def forget_state(state_dir: Path) -> None:
+    """Remove the record (and its copy in this user's registry of folders)."""
+    from evalduck.flows.server.folders import unregister
+
+    state_path(state_dir).unlink(missing_ok=True)
+    unregister(state_dir)
 
 
 @contextlib.contextmanager

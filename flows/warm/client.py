@@ -19,10 +19,13 @@ import os
 import signal
 import socket
 import sys
+import time
 from typing import NoReturn
 
 from evalduck.flows.folder import project_state_dir
-from evalduck.flows.warm.wire import SUPPORTED, NotOurs, caller_process, connect_own, identity, recorded_socket, recv, send
+from evalduck.flows.warm.wire import (
+    SUPPORTED, NotOurs, caller_process, connect_own, identity, recorded_pid, recorded_socket, recv, send, starter_status,
+)
 
 __all__ = ("exit_like", "run_via_starter")
 
@@ -30,6 +33,8 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, sign
 # A starter that accepted but does not answer (stopped, swamped) is given up on after this; its child, if it
 # forks one later, is killed when it finds this socket closed.
 _REPLY_TIMEOUT_S = 3.0
+# Beyond the starter's expected import time, how long a run waits for it before importing itself.
+_GRACE_S = 2.0
 
 
 def run_via_starter(kind: str, args: list[str]) -> int | None:
@@ -43,7 +48,7 @@ def run_via_starter(kind: str, args: list[str]) -> int | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         sock.settimeout(_REPLY_TIMEOUT_S)
-        connect_own(sock, path)
+        _connect_when_ready(sock, path, verbose)
         request = {"kind": kind, "argv": [sys.argv[0], *args], "cwd": os.getcwd(), "env": dict(os.environ),
                    "path0": sys.path[0] if sys.path else "", "process": caller_process(), **identity()}
         send(sock, request, [0, 1, 2])
@@ -61,6 +66,56 @@ def run_via_starter(kind: str, args: list[str]) -> int | None:
         return None
     sock.settimeout(None)
     return _stand_in(sock)
+
+
+def _connect_when_ready(sock: socket.socket, path: str, verbose: bool) -> None:
+    """Connect to the starter; while it is still importing its preloads (or about to, its first run having
+    ended), wait for it instead when it will be done sooner than this process's own imports would take
+    (the same modules: its expected import time), so that runs back to back are forked from it."""
+    state_dir = project_state_dir()
+    deadline = _ready_by(starter_status(state_dir), recorded_pid(state_dir))
+    if deadline is not None and verbose:
+        sys.stderr.write(f"evalduck: waiting up to {max(0.0, deadline - time.time()):.0f} s for the warm starter's "
+                         "imports (sooner than this process's own)\n")
+    while True:
+        try:
+            connect_own(sock, path)
+            return
+        except (FileNotFoundError, ConnectionRefusedError):
+            if deadline is None or time.time() > deadline or not _alive(recorded_pid(state_dir)):
+                raise
+            time.sleep(0.05)
+
+
+def _ready_by(status: dict[str, object] | None, starter: int | None) -> float | None:
+    """When the recorded starter should listen, if it is importing (or about to) and that is sooner than
+    importing here; None: do not wait."""
+    if status is None or status.get("pid") != starter or not _alive(starter):
+        return None
+    expected = status.get("expected_s")
+    if not isinstance(expected, (int, float)) or expected <= 0:
+        return None
+    now = time.time()
+    if status.get("phase") == "importing" and isinstance(status.get("since"), (int, float)):
+        since = float(status["since"])  # type: ignore[arg-type]
+    elif status.get("phase") == "waiting" and not _alive(status.get("after")):
+        since = now  # the run it waited for has ended: it starts its imports now
+    else:
+        return None
+    left = since + expected - now
+    if left > expected:  # not sooner than importing here (a clock step); equal: it would share the CPU with it
+        return None
+    return now + max(left, 0.0) + _GRACE_S + 0.25 * expected  # a little slower than last time: still sooner
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
 
 
 def _in_process(why: str) -> None:

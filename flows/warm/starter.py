@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from evalduck.flows.folder import wait_until_quiet
 from evalduck.flows.warm.wire import (
-    PACKAGES_ROOT, apply_process, close_fds, frozen_env, own_folder, peer, recv, send, socket_path,
+    DEFAULT_PRELOAD_S, PACKAGES_ROOT, apply_process, close_fds, frozen_env, own_folder, peer, recv, send, socket_path,
+    starter_status, write_starter_status,
 )
 
 __all__ = ("MARKER", "PRELOADS", "code_fingerprint", "main")
@@ -107,6 +107,13 @@ class Starter:
         self.render_path = socket_path(state_dir, "render")
         self.render_listener: socket.socket | None = None  # bound while there is a renderer to accept on it
         self.renderer: int | None = None  # the renderer child's pid (alive while it is in ``children``)
+        self.preload_s: float | None = None  # set once it listens
+
+    def write_status(self) -> None:
+        """Once it listens, and again when its renderer changes: the status file says "listening"."""
+        if self.preload_s is not None:
+            write_starter_status(self.state_dir, phase="listening", since=time.time(), preload_s=self.preload_s,
+                                 renderer_pid=self.renderer if self.renderer in self.children else None)
 
     # --- set-up and the loop ---------------------------------------------------------------------------
 
@@ -132,6 +139,8 @@ class Starter:
                     self._reap(child)
 
     def close(self) -> None:
+        if self.preload_s is not None:  # kept for the folder's next starter (its expected import time)
+            write_starter_status(self.state_dir, phase="stopped", preload_s=self.preload_s)
         _try(self.path.unlink, True)
         self.listener.close()
         if self.renderer in self.children:
@@ -180,6 +189,7 @@ class Starter:
         self.renderer = pid
         self.selector.register(pidfd, selectors.EVENT_READ, ("exited", record))
         _log(f"forked the chart renderer {pid}")
+        self.write_status()
 
     # --- requests --------------------------------------------------------------------------------------
 
@@ -342,6 +352,7 @@ class Starter:
             _log(f"the chart renderer {record.pid} ended ({os.waitstatus_to_exitcode(status)}); a new one "
                  "starts with the next run")
             self._drop_renderer_listener()
+            self.write_status()
         if record.client is not None:
             try:
                 send(record.client, {"exit": os.waitstatus_to_exitcode(status)})
@@ -367,7 +378,7 @@ def _log(line: str) -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} warm starter {os.getpid()}: {line}", file=sys.stderr, flush=True)
 
 
-def _preload() -> None:
+def _preload() -> float:
     from evalduck.flows.settings import apply_process_defaults
 
     apply_process_defaults()
@@ -383,7 +394,9 @@ def _preload() -> None:
     # inherits them only while the code is the starter's own (an edit changes code_fingerprint: refused).
     for entry in PREBUILT.values():
         source_digest(entry.factory.__module__)
-    _log(f"preloaded {len(PRELOADS)} modules in {time.monotonic() - started:.1f} s")
+    took = time.monotonic() - started
+    _log(f"preloaded {len(PRELOADS)} modules in {took:.1f} s")
+    return took
 
 
 def _after(pid: int, limit_s: float = 300.0) -> None:
@@ -412,11 +425,16 @@ def main(argv: list[str] | None = None) -> NoReturn:
     args = sys.argv[1:] if argv is None else argv
     state_dir = Path(args[0]).resolve()
     _check_folder(state_dir)  # before the waits and the preloads: a folder that is not ours ends it at once
+    previous = starter_status(state_dir) or {}
+    expected = previous.get("preload_s") if isinstance(previous.get("preload_s"), (int, float)) else DEFAULT_PRELOAD_S
     if len(args) == 3 and args[1] == "--after":
+        write_starter_status(state_dir, phase="waiting", after=int(args[2]), expected_s=expected)
         _after(int(args[2]))
-    wait_until_quiet(state_dir)  # and for any run going in its own process: runs back to back keep the cores
+    # A run that starts now finds this in the status file and waits for the preloads when they will be done
+    # sooner than its own imports (flows/warm/client.py): runs back to back are forked from here.
+    write_starter_status(state_dir, phase="importing", since=time.time(), expected_s=expected)
     starter = Starter(state_dir)  # the fingerprint is taken before the imports it stands for
-    _preload()
+    took = _preload()
     threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
     if threads:
         _log(f"not serving: the preloads started threads {threads}, which a forked child would inherit broken")
@@ -430,6 +448,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
     _check_folder(state_dir)  # again, right before the binds: it may have gone meanwhile
     starter.ensure_renderer()  # it starts its JavaScript runtime while the starter waits for the first run
     starter.listen()
+    starter.preload_s = took
+    starter.write_status()
     _log(f"listening on {starter.path}")
     try:
         starter.serve_forever()

@@ -21,6 +21,8 @@ from typing import Any
 __all__ = (
     "MAX_MESSAGE",
     "PACKAGES_ROOT",
+    "DEFAULT_PRELOAD_S",
+    "STATUS_FILE",
     "SUPPORTED",
     "NotOurs",
     "apply_process",
@@ -31,10 +33,14 @@ __all__ = (
     "identity",
     "own_folder",
     "peer",
+    "recorded_pid",
     "recorded_socket",
     "recv",
     "send",
     "socket_path",
+    "starter_status",
+    "user_folder",
+    "write_starter_status",
 )
 
 # The warm path needs Linux: SO_PEERCRED (who listens on a socket), pidfds, PR_SET_PDEATHSIG. Elsewhere every
@@ -57,6 +63,14 @@ _FROZEN_ENV = (
 _DEFAULTED = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
+# The starter's own account of itself, in the state folder: its pid, its phase ("waiting" for the run that
+# started it, "importing" its preloads since ``since``, "listening"), how long its preloads took
+# (``preload_s``, kept for the next starter of the folder as its ``expected_s``) and its chart renderer's pid.
+STATUS_FILE = "warm.json"
+# What the preloads are expected to take when no starter of this folder has done them before (~5-10 s here).
+DEFAULT_PRELOAD_S = 10.0
+
+
 class NotOurs(OSError):
     """A socket, or the folder it is in, belongs to another user: nothing is sent there or bound in it."""
 
@@ -69,12 +83,23 @@ def socket_path(state_dir: Path, name: str = "warm") -> Path:
     if len(os.fsencode(path)) <= _SUN_PATH_MAX:
         return path
     digest = hashlib.sha256(os.fsencode(state_dir)).hexdigest()[:16]
+    path = user_folder() / f"{digest}-{name}.sock"
+    if len(os.fsencode(path)) <= _SUN_PATH_MAX:
+        return path
+    return _temp_user_folder() / f"{digest}-{name}.sock"
+
+
+def user_folder() -> Path:
+    """This user's folder for evalduck's runtime files: ``$XDG_RUNTIME_DIR/evalduck`` when that is set and
+    this user's, else ``<temp dir>/evalduck-<uid>`` (``own_folder`` checks it before use)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isabs(runtime) and _owned_private(runtime):
-        path = Path(runtime) / "evalduck" / f"{digest}-{name}.sock"
-        if len(os.fsencode(path)) <= _SUN_PATH_MAX:
-            return path
-    return Path(tempfile.gettempdir()) / f"evalduck-{os.getuid()}" / f"{digest}-{name}.sock"
+        return Path(runtime) / "evalduck"
+    return _temp_user_folder()
+
+
+def _temp_user_folder() -> Path:
+    return Path(tempfile.gettempdir()) / f"evalduck-{os.getuid()}"
 
 
 def _owned_private(path: str | Path) -> bool:
@@ -122,6 +147,35 @@ def recorded_socket(state_dir: Path) -> str | None:
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, str) else None
+
+
+def recorded_pid(state_dir: Path) -> int | None:
+    """The starter pid this folder's state file names."""
+    try:
+        value = json.loads((state_dir / "serve.json").read_text()).get("starter_pid")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None
+
+
+def starter_status(state_dir: Path) -> dict[str, Any] | None:
+    """The starter's status file (``STATUS_FILE``), or None."""
+    try:
+        status = json.loads((state_dir / STATUS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return status if isinstance(status, dict) else None
+
+
+def write_starter_status(state_dir: Path, **fields: Any) -> None:
+    """Written whole (renamed over the old one): a reader never sees half of it."""
+    path = state_dir / STATUS_FILE
+    scratch = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        scratch.write_text(json.dumps({"pid": os.getpid(), **fields}) + "\n")
+        os.replace(scratch, path)
+    except OSError:
+        pass
 
 
 def identity() -> dict[str, str]:

@@ -54,15 +54,6 @@ def test_a_long_state_folder_gets_a_short_socket_path(tmp_path: Path) -> None:
     assert len(os.fsencode(socket_path(deep))) < 108 and socket_path(deep) == socket_path(deep)
 
 
-def test_the_starter_waits_for_a_quiet_gap_between_runs_in_their_own_process(tmp_path: Path) -> None:
-    """Scripted runs back to back never leave the gap, so they never share the cores with the preloads."""
-    from evalduck.flows.folder import running_here, wait_until_quiet
-
-    with running_here(tmp_path):
-        assert wait_until_quiet(tmp_path, quiet_s=0.2, poll_s=0.05, limit_s=0.6) is False
-    assert wait_until_quiet(tmp_path, quiet_s=0.2, poll_s=0.05, limit_s=5.0) is True
-
-
 @pytest.mark.parametrize(("env", "args"), [({"CI": "true"}, []), ({"EVALDUCK_EPHEMERAL": "1"}, []), ({}, ["--ephemeral"])])
 def test_ephemeral_runs_never_ask_the_starter(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str], args: list[str]
