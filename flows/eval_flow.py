@@ -20,7 +20,7 @@ from prefect import get_run_logger
 from prefect.context import AsyncClientContext, FlowRunContext
 from prefect.exceptions import TerminationSignal
 from prefect.settings import get_current_settings
-from evalduck.scorers import JudgeTransport, Scorer, run_sync
+from evalduck.scorers import ConfigError, JudgeTransport, Scorer, run_sync
 
 from evalduck.flows.api_console import end_promptly, print_summary, shown_run
 from evalduck.flows.api_watch import keep_result
@@ -154,7 +154,7 @@ class _EvalsFlow(RedactingFlow):
 
 
 def _run_evals(
-    data: Any,
+    data: Any = None,
     scorers: Any = None,
     target: Any = None,
     concurrency: int | None = None,
@@ -193,7 +193,9 @@ def _run_evals(
 
     Args:
         data: rows (dicts with ``input`` and optional ``output``, ``groundTruth``, ``requestContext``, ``id``,
-            ``metadata``) or a dataset file (.jsonl, .json, .csv, .parquet).
+            ``metadata``) or a dataset file (.jsonl, .json, .csv, .parquet); default: the project file's
+            ``dataset``. The project file (``evalduck.toml``, flows/project.py) fills in every argument and
+            run option not given here, in ``options`` or by its environment variable.
         scorers: Scorer objects and/or scorer ids ("tone-scorer", ...); default: the three prebuilt ones.
         target: None (score each item's ``output``), a callable (sync or async, called with the item's
             input), "module:function", or "model:<litellm model>".
@@ -215,8 +217,31 @@ def _run_evals(
             either way (they reach the Prefect API and UI). Not a run option: it changes no result.
     """
     given = _given_options(locals())
-    return _execute(data=data, scorers=scorers or list(DEFAULT_SCORERS), target=target,
-                    options=bind_options(options, given), on_item_complete=on_item_complete)
+    project = _project_settings(given, options)
+    if data is None:
+        data = project.get("dataset")
+        if data is None:
+            raise ConfigError("run_evals: no data given, and the project file sets no `dataset`")
+    return _execute(data=data, scorers=scorers or project.get("scorers") or list(DEFAULT_SCORERS),
+                    target=target if target is not None else project.get("target"),
+                    options=bind_options(options, {**_options_of(project), **given}), on_item_complete=on_item_complete)
+
+
+def _options_of(settings: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in settings.items() if key in RunOptions.model_fields}
+
+
+def _project_settings(given: Mapping[str, Any], options: RunOptions | None) -> dict[str, Any]:
+    """What the environment and the project file (flows/project_config.py) set that the call does not:
+    keywords, and fields set in ``options``, win."""
+    from evalduck.flows.project_config import ProjectFileError, run_settings
+
+    try:
+        settings = run_settings(given)
+    except ProjectFileError as exc:
+        raise ConfigError(str(exc)) from None
+    taken = set(given) | (options.model_fields_set if options is not None else set())
+    return {key: value for key, value in settings.items() if key not in taken}
 
 
 run_evals: _EvalsFlow = _EvalsFlow(_run_evals, name="run-evals", persist_result=False, log_prints=False)

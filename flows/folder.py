@@ -10,6 +10,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from evalduck.flows.project import project_root
+
 __all__ = (
     "EPHEMERAL_ENV", "STATE_DIR_ENV", "STATE_FILE", "ephemeral", "project_state_dir", "running_here", "wait_until_quiet",
 )
@@ -27,9 +29,10 @@ def ephemeral(flag: bool = False) -> bool:
 
 
 def project_state_dir(project: Path | None = None) -> Path:
-    """``$EVALDUCK_STATE_DIR``, else ``.evalduck`` in the project folder (the working directory)."""
+    """``$EVALDUCK_STATE_DIR``, else ``.evalduck`` in the project folder: the project root found from the
+    working directory (flows/project.py), the working directory itself outside a project."""
     configured = os.environ.get(STATE_DIR_ENV)
-    return Path(configured).resolve() if configured else (project or Path.cwd()).resolve() / ".evalduck"
+    return Path(configured).resolve() if configured else (project or project_root()).resolve() / ".evalduck"
 
 
 @contextlib.contextmanager

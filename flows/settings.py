@@ -29,20 +29,39 @@ DEFAULT_DB_FILE = "evals.duckdb"
 DUCKLAKE_PREFIX = "ducklake:"
 
 
+def _project_default(key: str) -> str | None:
+    """The project file's ``key`` (flows/project_config.py; a path made absolute against the project root)."""
+    from evalduck.flows.project_config import file_defaults
+
+    return file_defaults().get(key)
+
+
 def default_db_path() -> Path | str:
-    """``$EVALDUCK_DB`` when set, else ``./evals.duckdb``; a shared store's ``ducklake:`` URL stays a string
-    (a Path would fold its ``//``)."""
-    raw = os.environ.get(DB_ENV) or DEFAULT_DB_FILE
+    """``$EVALDUCK_DB`` when set, else the project file's ``db``, else ``evals.duckdb`` at the project root
+    (the working directory outside a project); a shared store's ``ducklake:`` URL stays a string (a Path
+    would fold its ``//``)."""
+    from evalduck.flows.project import project_root
+
+    raw = os.environ.get(DB_ENV) or _project_default("db")
+    if raw is None:
+        root = project_root()
+        return Path(DEFAULT_DB_FILE) if root == Path.cwd() else root / DEFAULT_DB_FILE
     return raw if raw.startswith(DUCKLAKE_PREFIX) else Path(raw)
 
 
 def default_cache_dir(root: Path | None = None) -> Path:
-    """``$EVALDUCK_CACHE_DIR`` when set, else ``.evalduck/cache`` under ``root`` (default: the working directory;
-    ``evalduck serve`` passes the project folder its worker runs in)."""
-    env = os.environ.get(CACHE_DIR_ENV)
+    """``$EVALDUCK_CACHE_DIR`` when set, else the project file's ``cache_dir``, else ``.evalduck/cache`` under
+    ``root`` (default: the project root, the working directory outside a project; ``evalduck serve`` passes
+    the folder its worker runs in)."""
+    from evalduck.flows.project import project_root
+
+    env = os.environ.get(CACHE_DIR_ENV) or _project_default("cache_dir")
     if env:
         return Path(env)
-    return (Path() if root is None else root) / ".evalduck" / "cache"
+    if root is None:
+        root = project_root()
+        root = Path() if root == Path.cwd() else root
+    return root / ".evalduck" / "cache"
 
 
 # Defaults (``setdefault``: a user's explicit setting always wins) for a process that runs evals, applied by

@@ -3,8 +3,8 @@
 Adding commands: write `flows/cli/<name>.py` that does `from evalduck.flows.cli import app` and decorates its
 functions with `@app.command()`, then add one import line at the bottom of this file. Keep heavy
 imports (prefect, litellm) inside the command functions, so `evalduck sql/runs/show/compare` start fast.
-Commands reach the database path with `db_path(ctx)` (the global `--db`, else EVALDUCK_DB, else
-./evals.duckdb). A bad option value is `fail(message, ctx)`: exit 2 with the message as `error: ...`, the form
+Commands reach the database path with `db_path(ctx)` (the global `--db`, else EVALDUCK_DB, else the
+project file's `db`, else evals.duckdb at the project root: flows/project.py). A bad option value is `fail(message, ctx)`: exit 2 with the message as `error: ...`, the form
 every usage error takes (flows/cli/errors.py).
 """
 
@@ -30,15 +30,29 @@ app = typer.Typer(
 )
 
 
+# Commands that make a project rather than run in one: a broken project file above is not theirs to report.
+_OUTSIDE_PROJECTS = frozenset({"init"})
+
+
 @app.callback()
 def _global_options(
     ctx: typer.Context,
     db: Annotated[
         str | None,
         typer.Option("--db", envvar=DB_ENV, help=f"DuckDB results file, or a shared store's ducklake:postgres://... URL "
-                     f"(docs/scale-out.md) [default: {DB_ENV}, else ./{DEFAULT_DB_FILE}]"),
+                     f"(docs/scale-out.md) [default: {DB_ENV}, else the project file's db, else {DEFAULT_DB_FILE} at "
+                     "the project root]"),
     ] = None,
 ) -> None:
+    if ctx.invoked_subcommand in _OUTSIDE_PROJECTS:
+        ctx.obj = {"db": db}
+        return
+    from evalduck.flows.project_config import ProjectFileError, file_defaults
+
+    try:  # the project file (flows/project.py), checked once for every command: a bad key is one line
+        file_defaults()
+    except ProjectFileError as exc:
+        fail(str(exc), ctx)
     ctx.obj = {"db": db if db is not None else default_db_path()}
 
 
@@ -75,3 +89,4 @@ from evalduck.flows.cli import results  # noqa: E402,F401
 from evalduck.flows.cli import report  # noqa: E402,F401
 from evalduck.flows.cli import run  # noqa: E402,F401
 from evalduck.flows.cli import serve  # noqa: E402,F401
+from evalduck.flows.cli import init  # noqa: E402,F401

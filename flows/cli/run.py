@@ -136,7 +136,11 @@ def _api(api_url: str, lasting: bool, auth: str | None = None) -> Any:
 @app.command()
 def run(
     ctx: typer.Context,
-    dataset: Annotated[Path, typer.Argument(help="Dataset file: .jsonl, .json, .csv or .parquet.")],
+    dataset: Annotated[
+        Optional[Path],
+        typer.Argument(help="Dataset file: .jsonl, .json, .csv or .parquet [default: the project file's dataset].",
+                       show_default=False),
+    ] = None,
     scorer: Annotated[
         Optional[list[str]],
         typer.Option("--scorer", "-s", help=f"Scorer (repeatable). {SCORER_ID_HELP} Default: the three seeds "
@@ -231,7 +235,7 @@ def run(
     out = Console(width=console_width(sys.stdout))
     # Every usage error is found here, in a second, before Prefect (and its local server) start.
     config = _config(ctx, {
-        "dataset": str(dataset), **({"scorers": list(scorer)} if scorer else {}), "target": target,
+        "dataset": str(dataset) if dataset else None, **({"scorers": list(scorer)} if scorer else {}), "target": target,
         "target_system_prompt": system_prompt, "target_api_base": target_api_base, "target_timeout_s": target_timeout,
         "judge_model": judge_model, "judge_api_base": judge_api_base, "judge_rpm": judge_rpm,
         "judge_timeout_s": judge_timeout, "concurrency": concurrency, "name": name, "db": str(db_path(ctx)),
@@ -249,13 +253,15 @@ def run(
 
 
 def _config(ctx: typer.Context, values: dict[str, Any]) -> EvalConfig:
-    """The run's EvalConfig from the options; a bad value is a usage error naming its option."""
+    """The run's EvalConfig from the options and the project file's defaults (flows/cli/run_project.py); a bad
+    value is a usage error naming its option."""
     from pydantic import ValidationError
 
+    from evalduck.flows.cli.run_project import with_project_defaults
     from evalduck.flows.config import EvalConfig
 
     try:
-        return EvalConfig(**values)
+        return EvalConfig(**with_project_defaults(ctx, values, _PARAM_OF_FIELD))
     except ValidationError as exc:
         raise config_error(ctx, exc, EvalConfig, _PARAM_OF_FIELD) from None
 
