@@ -1,7 +1,10 @@
 """evalduck in a user's own project: a folder outside the checkout, evalduck `pip install`ed from its wheel
 into the folder's venv (conftest.py), and a ``flows/`` package of the user's own (with a Prefect flow of
 theirs) in it, as Prefect projects often have. Every command runs in a subprocess from that folder, as a
-user types it. One folder, and so one folder server (started by the first run), for the whole module."""
+user types it. One folder, and so one folder server (started by the first run), for the whole module: the
+tests follow the folder's life in file order (a first run, a script, a report, `init`, a run from a
+subfolder, `serve`, a deployment run by the worker, `stop`); each one run alone still passes (the fixture
+does the first run; what a test needs of an earlier one it does itself, ``initialised``, ``served``)."""
 
 from __future__ import annotations
 
@@ -16,10 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import httpx
 import pytest
+import yaml
 from user_install import CHECKOUT, Installed
 
-pytestmark = pytest.mark.e2e  # a real Prefect server and worker, ~1 minute for the module
+pytestmark = pytest.mark.e2e  # a real Prefect server and worker, ~45 s for the module
 
 ROWS = [{"id": f"q{i}", "input": f"Question {i}?", "output": f"A fine answer {i}.", "groundTruth": f"Answer {i}."}
         for i in range(3)]
@@ -51,6 +56,10 @@ class Project:
                               capture_output=True, text=True, timeout=timeout)
         assert done.returncode == 0, f"evalduck {' '.join(args)} exited {done.returncode}:\n{done.stdout}{done.stderr}"
         return done
+
+    def state(self) -> dict[str, object]:
+        """The folder's record of what runs for it (.evalduck/serve.json)."""
+        return json.loads((self.root / ".evalduck" / "serve.json").read_text())
 
     def rows(self, sql: str) -> list[tuple[object, ...]]:
         with duckdb.connect(str(self.root / "evals.duckdb"), read_only=True) as con:
@@ -151,6 +160,71 @@ def test_report_writes_one_html_file_with_its_charts(project: Project) -> None:
     page = out.read_text()
     assert run_id in page and "<svg" in page  # the charts, drawn from the packaged Vega-Lite specs
     assert "tone-scorer" in page and "textual-difference-scorer" in page
+
+
+TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def initialised(project: Project) -> None:
+    """`evalduck init --dataset data.jsonl` in the folder, unless it ran already."""
+    if not (project.root / "evalduck.toml").exists():
+        project.evalduck("init", "--dataset", "data.jsonl")
+
+
+def test_init_writes_a_project_whose_deployments_name_the_installed_package(project: Project) -> None:
+    done = project.evalduck("init", "--dataset", "data.jsonl")
+    for name in ("prefect.yaml", "evalduck.toml", "evals/example.jsonl", "evals/my_evals.py"):
+        assert f"wrote {name}" in done.stdout and (project.root / name).stat().st_size > 0, name
+    config = yaml.safe_load((project.root / "prefect.yaml").read_text())
+    entrypoints = {d["name"]: d["entrypoint"] for d in config["deployments"]}
+    assert entrypoints["eval"] == "evalduck.flows.eval_flow:run_eval_config"
+    assert all(e.startswith("evalduck.flows.") and ".py" not in e for e in entrypoints.values()), entrypoints
+    assert {d["parameters"]["config"]["dataset"] for d in config["deployments"]} == {"data.jsonl"}
+    assert all(not s["active"] for d in config["deployments"] for s in d.get("schedules", [])), "a schedule is on"
+    again = subprocess.run([project.installed.evalduck, "init"], cwd=project.root, env=project.env,
+                           capture_output=True, text=True, timeout=60)
+    assert again.returncode == 1 and "--force" in again.stderr and "Traceback" not in again.stderr, again.stderr
+
+
+def test_run_from_a_subfolder_uses_the_project_and_its_server(project: Project) -> None:
+    initialised(project)
+    server = project.state()["server_pid"]
+    deeper = project.root / "src" / "app"
+    deeper.mkdir(parents=True)
+    done = project.evalduck("run", cwd=deeper)
+    assert "Started a local Prefect server" not in done.stderr and project.state()["server_pid"] == server
+    assert not (deeper / ".evalduck").exists() and not (deeper / "evals.duckdb").exists()
+    ((run_id,),) = project.rows("SELECT run_id FROM runs WHERE name = 'myapp'")  # the project's name
+    scored = dict(project.rows(f"SELECT scorer_id, count(score) FROM scores WHERE run_id = '{run_id}' GROUP BY ALL"))
+    # evalduck.toml's scorers, the project's own among them (evals/my_evals.py, imported from the root)
+    assert scored == {"tone-scorer": 3, "textual-difference-scorer": 3, "concise": 3, "answer-relevancy-scorer": 0}
+
+
+def served(project: Project) -> dict[str, object]:
+    """`evalduck serve` in the folder, unless its worker runs already; the folder's record."""
+    initialised(project)
+    if project.state().get("worker_pid") is None:
+        project.evalduck("serve")
+    return project.state()
+
+
+def test_serve_deploys_the_project_and_its_worker_runs_a_deployment(project: Project) -> None:
+    state = served(project)
+    worker = (Path("/proc") / str(state["worker_pid"]) / "cmdline").read_bytes().split(b"\0")
+    assert worker[0].decode() == project.installed.python  # the user's venv runs the flow runs
+    user, password = (project.root / ".evalduck" / "private" / "prefect-auth").read_text().strip().split(":", 1)
+    with httpx.Client(base_url=str(state["api_url"]), auth=(user, password), timeout=30) as api:
+        (deployment,) = api.post("/deployments/filter", json={"deployments": {"name": {"any_": ["eval"]}}}).json()
+        run = api.post(f"/deployments/{deployment['id']}/create_flow_run", json={"state": {"type": "SCHEDULED"}})
+        run.raise_for_status()
+        deadline = time.monotonic() + 120
+        while (seen := api.get(f"/flow_runs/{run.json()['id']}").json())["state_type"] not in TERMINAL:
+            assert time.monotonic() < deadline, f"the deployment's run is still {seen['state_type']} after 120 s"
+            time.sleep(0.5)
+    assert seen["state_type"] == "COMPLETED", (project.root / ".evalduck" / "worker.log").read_text()[-3000:]
+    rows = project.rows("SELECT r.name, r.status, count(s.score) FROM runs r JOIN scores s USING (run_id) "
+                        f"WHERE r.flow_run_id = '{seen['id']}' GROUP BY ALL")
+    assert rows == [("myapp", "completed", 9)]  # 3 items x the 3 scorers that need no judge, in the folder's file
 
 
 def test_stop_leaves_no_process_of_the_folder(project: Project) -> None:
