@@ -90,3 +90,4 @@ from evalduck.flows.cli import report  # noqa: E402,F401
 from evalduck.flows.cli import run  # noqa: E402,F401
 from evalduck.flows.cli import serve  # noqa: E402,F401
 from evalduck.flows.cli import init  # noqa: E402,F401
+from evalduck.flows.cli import schedule  # noqa: E402,F401

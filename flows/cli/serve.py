@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -11,6 +12,7 @@ from rich.console import Console
 from evalduck.flows.cli import app, db_path, fail
 from evalduck.flows.cli.errors import label, value_error
 from evalduck.flows.display import literal
+from evalduck.flows.project import project_root
 from evalduck.flows.settings import CACHE_DIR_ENV, default_cache_dir
 
 _console = Console(highlight=False, soft_wrap=True)
@@ -29,7 +31,10 @@ def _say(line: str) -> None:
 @app.command()
 def serve(
     ctx: typer.Context,
-    project_dir: Annotated[Path, typer.Option(help="The evalduck checkout holding prefect.yaml.")] = Path("."),
+    project_dir: Annotated[
+        Optional[Path], typer.Option(help="The project folder holding prefect.yaml [default: the project root, found "
+                                     "from the working directory as git finds .git].", show_default=False)
+    ] = None,
     port: Annotated[
         int, typer.Option(envvar="EVALDUCK_PORT", min=1, max=65535, help="Port of a local server started here.")
     ] = 4200,
@@ -49,12 +54,15 @@ def serve(
     from evalduck.flows.server import ServeError, ServeOptions, configured_api_url
     from evalduck.flows.server import serve as start
 
-    project = project_dir.resolve()
+    project = (project_dir or project_root()).resolve()
     if not project.is_dir():
-        fail(value_error(label(ctx, "project_dir"), project_dir, "no such folder (name the evalduck checkout)"), ctx)
+        fail(value_error(label(ctx, "project_dir"), project_dir, "no such folder (name a project folder)"), ctx)
     if not (project / "prefect.yaml").exists() and prefect_file is None:
-        fail(value_error(label(ctx, "project_dir"), project, "holds no prefect.yaml (run this from the evalduck "
-                         "checkout, or name it with --project-dir)"), ctx)
+        if project_dir is None:
+            fail(f"no prefect.yaml in {project} (the project folder): run `evalduck init` there to make it an evalduck "
+                 "project, or name one with --project-dir", ctx)
+        fail(value_error(label(ctx, "project_dir"), project, "holds no prefect.yaml: run `evalduck init` there to make "
+                         "it an evalduck project"), ctx)
     if prefect_file is not None and not prefect_file.is_file():
         fail(value_error(label(ctx, "prefect_file"), prefect_file, "no such file"), ctx)
     options = ServeOptions(
@@ -67,6 +75,7 @@ def serve(
         api_url=configured_api_url(),
         prefect_file=prefect_file.resolve() if prefect_file else None,
         health_timeout=timeout,
+        extra_env=_judge_env(),
     )
     try:
         start(options, say=_say)
@@ -75,9 +84,22 @@ def serve(
         raise typer.Exit(1) from exc
 
 
+def _judge_env() -> dict[str, str]:
+    """The project file's judge model for the worker's runs, unless EVALDUCK_JUDGE_MODEL is set (it wins, and
+    reaches the worker anyway); the file's db and cache folder reach it as --db and the cache folder."""
+    from evalduck.flows.project_config import ENV_OF_KEY, file_defaults
+
+    var = ENV_OF_KEY["judge_model"]
+    model = file_defaults().get("judge_model")
+    return {var: model} if model and not os.environ.get(var, "").strip() else {}
+
+
 @app.command()
 def stop(
-    project_dir: Annotated[Path, typer.Option(help="The evalduck checkout `serve` ran in.")] = Path("."),
+    project_dir: Annotated[
+        Optional[Path], typer.Option(help="The project folder `serve` ran in [default: the project root].",
+                                     show_default=False)
+    ] = None,
     state_dir: StateDir = None,
 ) -> None:
     """Stop the worker, then the server, that `evalduck serve` started (by process id)."""
@@ -85,7 +107,7 @@ def stop(
     from evalduck.flows.server import stop as end
 
     try:
-        end((state_dir or project_dir.resolve() / ".evalduck").resolve(), say=_say)
+        end((state_dir or (project_dir or project_root()).resolve() / ".evalduck").resolve(), say=_say)
     except ServeError as exc:
         _console.print(literal("evalduck stop: ", str(exc), style="red", multiline=True))
         raise typer.Exit(1) from exc

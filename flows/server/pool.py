@@ -100,7 +100,7 @@ def wait_worker_online(
 def deploy_all(
     project_dir: Path, api_url: str, log: Path, prefect_file: Path | None = None, env: Mapping[str, str] | None = None
 ) -> str:
-    """`prefect --no-prompt deploy --all` from the project folder (entrypoints are relative to it)."""
+    """`prefect --no-prompt deploy --all` from the project folder (its prefect.yaml's build step records it)."""
     command = [prefect_executable(), "--no-prompt", "deploy", "--all"]
     if prefect_file is not None:
         command += ["--prefect-file", str(prefect_file)]
