@@ -57,6 +57,12 @@ class Project:
         assert done.returncode == 0, f"evalduck {' '.join(args)} exited {done.returncode}:\n{done.stdout}{done.stderr}"
         return done
 
+    def subfolder(self) -> Path:
+        """A folder two levels below the project root: commands find the root by walking up."""
+        deeper = self.root / "src" / "app"
+        deeper.mkdir(parents=True, exist_ok=True)
+        return deeper
+
     def state(self) -> dict[str, object]:
         """The folder's record of what runs for it (.evalduck/serve.json)."""
         return json.loads((self.root / ".evalduck" / "serve.json").read_text())
@@ -189,8 +195,7 @@ def test_init_writes_a_project_whose_deployments_name_the_installed_package(proj
 def test_run_from_a_subfolder_uses_the_project_and_its_server(project: Project) -> None:
     initialised(project)
     server = project.state()["server_pid"]
-    deeper = project.root / "src" / "app"
-    deeper.mkdir(parents=True)
+    deeper = project.subfolder()
     done = project.evalduck("run", cwd=deeper)
     assert "Started a local Prefect server" not in done.stderr and project.state()["server_pid"] == server
     assert not (deeper / ".evalduck").exists() and not (deeper / "evals.duckdb").exists()
@@ -201,10 +206,10 @@ def test_run_from_a_subfolder_uses_the_project_and_its_server(project: Project) 
 
 
 def served(project: Project) -> dict[str, object]:
-    """`evalduck serve` in the folder, unless its worker runs already; the folder's record."""
+    """`evalduck serve` from a subfolder, unless the worker runs already; the folder's record."""
     initialised(project)
     if project.state().get("worker_pid") is None:
-        project.evalduck("serve")
+        project.evalduck("serve", cwd=project.subfolder())
     return project.state()
 
 
@@ -227,9 +232,11 @@ def test_serve_deploys_the_project_and_its_worker_runs_a_deployment(project: Pro
     assert rows == [("myapp", "completed", 9)]  # 3 items x the 3 scorers that need no judge, in the folder's file
 
 
-def test_stop_leaves_no_process_of_the_folder(project: Project) -> None:
+def test_stop_from_a_subfolder_leaves_no_process_of_the_folder(project: Project) -> None:
+    served(project)
     assert folder_processes(project.root, project.env["PREFECT_HOME"]), "nothing of the folder ran before stop"
-    project.evalduck("stop")
+    done = project.evalduck("stop", cwd=project.subfolder())
+    assert all(f"stopped the {what}" in done.stdout for what in ("worker", "warm starter", "Prefect server")), done.stdout
     deadline = time.monotonic() + 20
     while (left := folder_processes(project.root, project.env["PREFECT_HOME"])) and time.monotonic() < deadline:
         time.sleep(0.2)
