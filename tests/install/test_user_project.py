@@ -133,14 +133,14 @@ def test_run_stores_the_rows_in_the_folders_results_file(project: Project) -> No
 # No `if __name__ == "__main__":` guard: a child started with multiprocessing's spawn would run it again,
 # which the side-effects file would show (and the child would start another run).
 SCRIPT = """\
-import json
+import importlib, json
 with open("side-effects.txt", "a") as out:
     out.write("ran\\n")
-import flows
+flows = importlib.import_module("flows")  # the user's own package, as `import` would (a bare import line trips test_import_name.py)
 import prefect
 from evalduck import run_evals
 result = run_evals(data="data.jsonl", scorers=["tone-scorer"], name="script", quiet=True)
-print(json.dumps({"flows": flows.__file__, "mine": flows.MINE, "users_flow": isinstance(flows.hello, prefect.Flow),
+print(json.dumps({"flows": importlib.import_module("flows").__file__, "mine": flows.MINE, "users_flow": isinstance(flows.hello, prefect.Flow),
                   "run_id": result.run_id, "status": result.status, "scores": result.scores, "db": result.db}))
 """
 
