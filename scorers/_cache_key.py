@@ -154,3 +154,76 @@ def source_digest(module: str) -> str | None:
         digest.update(f"{name}\0{len(seen[name])}\0".encode())
         digest.update(seen[name])
     return digest.hexdigest()
+
+
+def _own_file(module: str) -> Path | None:
+    """The source file of an already imported module of the user's own (not stdlib, site-packages or
+    evalduck); None otherwise. Only ``sys.modules`` is read: nothing is imported here."""
+    import sys
+
+    mod = sys.modules.get(module)
+    file = getattr(mod, "__file__", None)
+    if not file or not str(file).endswith(".py"):
+        return None
+    path = Path(file).resolve()
+    text = str(path)
+    if "site-packages" in text or "dist-packages" in text or module.split(".")[0] == "evalduck":
+        return None
+    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    if any(path.is_relative_to(p) for p in prefixes) or module.split(".")[0] in sys.stdlib_module_names:
+        return None
+    return path if path.is_file() else None
+
+
+@cache
+def user_module_digest(module: str) -> str | None:
+    """sha256 over the whole source file of the user's module ``module`` and of the user's own modules it
+    imports, transitively (cycles end: each module is read once); computed once per process. A changed
+    constant beside an unchanged function changes it, as does a comment. None when ``module`` has no file
+    of the user's own (then the function's own source keys it, see ``code_digest``)."""
+    if _own_file(module) is None:
+        return None
+    seen: dict[str, bytes] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = _own_file(name)
+        if path is None:
+            continue
+        seen[name] = path.read_bytes()
+        try:
+            tree = ast.parse(seen[name])
+        except SyntaxError:
+            continue
+        package = name.split(".")[:-1] if not path.name == "__init__.py" else name.split(".")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                todo.extend(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+                todo.append(base)
+                todo.extend(f"{base}.{alias.name}" for alias in node.names)
+    digest = hashlib.sha256()
+    for name in sorted(seen):
+        digest.update(f"{name}\0{len(seen[name])}\0".encode())
+        digest.update(seen[name])
+    return digest.hexdigest()
+
+
+def code_digest(fn: Callable[..., Any]) -> str | None:
+    """The digest that keys a custom step function: its module's (``user_module_digest``), else the digest
+    of the function's own source (a notebook cell, ``python -c``), else None."""
+    import inspect
+
+    module = getattr(fn, "__module__", None) or ""
+    found = user_module_digest(module) if module else None
+    if found is not None:
+        return found
+    try:
+        return hashlib.sha256(inspect.getsource(fn).encode("utf-8")).hexdigest()
+    except (OSError, TypeError):
+        return None

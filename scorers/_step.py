@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from evalduck.scorers._cache_key import canonical_json, hash_components
+from evalduck.scorers._cache_key import canonical_json, code_digest, hash_components
 from evalduck.scorers._context import STEP_ORDER, StepContext
 from evalduck.scorers._errors import ConfigError, StepResultError
 from evalduck.scorers._judge import JudgeSettings, ask_judge, output_schema
@@ -157,6 +157,8 @@ class Step:
         }
         if self.code is not None:
             components["code"] = self.code
+        elif self.fn is not None and (code := code_digest(self.fn)) is not None:
+            components["code"] = code  # a custom step: its module's source and the user's modules it imports
         if self.judge_prompt is not None and self.judge is not None:
             model = self.judge_prompt.output_model
             components["judge"] = {

@@ -143,7 +143,9 @@ def test_a_prebuilt_scorers_keys_follow_its_code(monkeypatch: pytest.MonkeyPatch
         forget()
         assert _tone_keys() == before  # reverted: the cached results are found again
     custom = scorers.create_scorer("mine", generate_score=lambda ctx: 1.0)
-    assert "code" not in custom.step("generate_score").key_components(custom.context_for("generate_score", RUN))
+    # a custom step is keyed on its module's whole source (here this test file, a module of the user's own)
+    custom_code = custom.step("generate_score").key_components(custom.context_for("generate_score", RUN))["code"]
+    assert custom_code == _cache_key.user_module_digest(__name__) is not None
     tone = scorers.create_tone_scorer().step("analyze")
     assert tone.key_components(scorers.create_tone_scorer().context_for("analyze", RUN))["code"] == tone.code
 
