@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
 # No telemetry, no price-list download at litellm import, no Prefect banner noise.
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
@@ -31,11 +32,19 @@ $(SHARED_STAMP): pyproject.toml
 test-shared: $(SHARED_STAMP)
 	EVALDUCK_REQUIRE_SHARED=1 $(SHARED)/bin/python -m pytest -q tests/store/test_shared_store.py tests/e2e/test_scale_out.py
 
+# `make demo` installs evalduck alone (what a run needs), with pip's progress shown; `make test` adds the
+# test tools and the dask extra ('.[dev]', its own stamp) and marks the base as installed too.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --disable-pip-version-check -e .
 	touch $(STAMP)
+
+$(DEV_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]'
+	touch $(DEV_STAMP) $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/evalduck run datasets/demo.jsonl --name demo
@@ -48,7 +57,7 @@ serve: $(STAMP)
 stop:
 	$(BIN)/evalduck stop
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q
 
 clean:

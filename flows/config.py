@@ -120,6 +120,18 @@ class RunOptions(BaseModel):
     workers: int = Field(default=2, ge=1, le=64, description="Worker processes of the LocalCluster that "
                          "runner 'dask' starts when no dask_address is given.")
 
+    @field_validator("runner")
+    @classmethod
+    def _dask_runner_needs_the_extra(cls, value: str) -> str:
+        """Dask is an extra (evalduck[dask]): say so at option time, not as an ImportError mid-run."""
+        if value == "dask":
+            try:  # the run imports them anyway
+                import distributed  # noqa: F401
+                import prefect_dask  # noqa: F401
+            except ImportError:
+                raise ValueError("needs the dask extra for the dask runner: pip install 'evalduck[dask]'") from None
+        return value
+
     @field_validator("dask_address")
     @classmethod
     def _dask_address_needs_dask(cls, value: str | None, info: ValidationInfo) -> str | None:

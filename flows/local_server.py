@@ -157,6 +157,7 @@ def local_server(state_dir: Path, say: Callable[[str], None], timeout: float = 1
         if state is not None:
             return ensure_starter(state_dir, state, after=os.getpid())
         kept = _clear_stale(state_dir, say)
+        say("starting a local Prefect server for this folder (first time: ~30 s)...")  # else ~25 s of silence
         auth = folder_auth(state_dir)
         port = _free_port()
         api_url = f"http://{HOST}:{port}/api"

@@ -107,6 +107,7 @@ def test_first_runs_at_once_share_one_server(
     servers = [pid for pid in ours(env) if b"server\0start" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     assert servers == [recorded["server_pid"]]
     assert sum("Started a local Prefect server" in err for _, _, err in done) == 1
+    assert sum("starting a local Prefect server for this folder" in err for _, _, err in done) == 1  # the others wait
     flow_runs = [re.search(r"flow run: (\S+)/runs/flow-run/([0-9a-f-]{36})", out) for _, out, _ in done]
     assert all(found is not None and found[1] == recorded["ui_url"] for found in flow_runs), [o for _, o, _ in done]
     with api_client(str(recorded["api_url"]), cwd / ".evalduck") as api:

@@ -96,6 +96,9 @@ def warm_folder() -> tuple[Path, dict[str, str]]:
     cwd, env, first = early.result("warm_folder")
     assert first.returncode == 0, first.stdout + first.stderr
     assert "Started a local Prefect server for this folder" in first.stderr
+    # said while it starts, not only once it answers (~25 s of silence before)
+    assert first.stderr.index("starting a local Prefect server for this folder (first time: ~30 s)...") < \
+        first.stderr.index("Started a local Prefect server")
     assert "and a warm starter for the next runs" in first.stderr
     started = record(cwd)
     assert started["prefect_home"] == env["PREFECT_HOME"] and started["server_pid"] in ours(env)
@@ -114,6 +117,7 @@ def test_later_runs_fork_from_the_warm_starter_and_see_a_changed_target(warm_fol
     assert second.returncode == 0, second.stdout + second.stderr
     assert {r["ppid"] for r in where(cwd)[seen:]} == {starter}, "the target ran in a child of the starter"
     assert record(cwd)["server_pid"] == server and "Started a local Prefect server" not in second.stderr  # reused
+    assert "starting a local Prefect server" not in second.stderr
     assert f"{record(cwd)['ui_url']}/runs/flow-run/" in second.stdout
     assert "flow run: http" in second.stdout and "results in" in second.stdout  # the same output as in-process
     child = where(cwd)[-1]["pid"]
