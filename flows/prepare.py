@@ -118,6 +118,7 @@ def prepare_run(
     dataset = load_data(data)
     built, skipped = build_scorers(scorers or list(DEFAULT_SCORERS), judge_model=o.judge_model,
                                    judge_api_base=o.judge_api_base, judge_timeout=o.judge_timeout_s)
+    built = [s.with_source() for s in built]  # every item keyed on the code as it is now (Step.with_source)
     for sk in skipped:
         logger.warning(sk.reason)
         if sink is not None:

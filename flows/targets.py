@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evalduck.scorers import JudgeSettings, JudgeTransport, canonical_json, complete
+from evalduck.scorers._cache_key import SourceDigest, code_digest
 
 from evalduck.flows.datasets import DatasetItem
 
@@ -38,18 +39,21 @@ def _digest(components: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(components, default=str).encode("utf-8")).hexdigest()
 
 
-def _callable_identity(fn: Callable[..., Any]) -> dict[str, Any]:
-    """Module, name and a hash of the source, so editing the function invalidates its cached outputs."""
-    try:
-        source = inspect.getsource(fn)
-    except (OSError, TypeError):
+def _callable_identity(fn: Callable[..., Any]) -> tuple[dict[str, Any], SourceDigest | None]:
+    """Module, name and the digest of its code, the same one that keys a custom scorer's steps
+    (``code_digest``: the defining module's whole source and the user's own modules it imports), so an edit
+    there invalidates its cached outputs; and that digest, whose files name what changed."""
+    found = code_digest(fn)
+    if found is not None:
+        digest = found.digest
+    else:
         code = getattr(fn, "__code__", None)
-        source = code.co_code.hex() if code is not None else repr(fn)
+        digest = hashlib.sha256((code.co_code.hex() if code is not None else repr(fn)).encode("utf-8")).hexdigest()
     return {
         "kind": "callable",
         "name": f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}",
-        "source_sha256": hashlib.sha256(source.encode("utf-8")).hexdigest(),
-    }
+        "source_sha256": digest,
+    }, found
 
 
 @dataclass(frozen=True)
@@ -63,21 +67,20 @@ class Target:
     system_prompt: str | None = None
     identity: dict[str, Any] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT_S  # seconds per call (never part of the cache key)
+    source: SourceDigest | None = None  # a callable's code digest, with its files (``identity`` holds the digest)
 
     @property
     def calls(self) -> bool:
         return self.kind != "output"
 
+    def key_components(self, item: DatasetItem) -> dict[str, Any]:
+        """The named parts of ``cache_key``."""
+        return {"format": KEY_FORMAT, "target": self.identity, "input": item.input,
+                "request_context": item.request_context}
+
     def cache_key(self, item: DatasetItem) -> str:
         """Target identity + the item's input and request context (never run ids, timeouts or keys)."""
-        return _digest(
-            {
-                "format": KEY_FORMAT,
-                "target": self.identity,
-                "input": item.input,
-                "request_context": item.request_context,
-            }
-        )
+        return _digest(self.key_components(item))
 
     async def acall(self, item: DatasetItem, *, transport: JudgeTransport | None = None) -> dict[str, Any]:
         """One attempt: {"output": ..., "usage": [JudgeUsage dicts]}. A model target sends its request
@@ -195,8 +198,9 @@ def resolve_target(
     if target is None or target == "":
         return Target(kind="output", label="output")
     if callable(target):
-        identity = _callable_identity(target)
-        return Target(kind="callable", label=identity["name"], fn=target, identity=identity, timeout=timeout)
+        identity, source = _callable_identity(target)
+        return Target(kind="callable", label=identity["name"], fn=target, identity=identity, timeout=timeout,
+                      source=source)
     if not isinstance(target, str):
         raise TargetError(None, f"must be None, a callable or a string, got {type(target).__name__}")
     if target.startswith("model:"):
@@ -207,5 +211,5 @@ def resolve_target(
         identity = {"kind": "model", **settings.key_fields(), "system_prompt": system_prompt}
         return Target(kind="model", label=target, settings=settings, system_prompt=system_prompt, identity=identity)
     fn = _import_callable(target)
-    identity = _callable_identity(fn)
-    return Target(kind="callable", label=target, fn=fn, identity=identity, timeout=timeout)
+    identity, source = _callable_identity(fn)
+    return Target(kind="callable", label=target, fn=fn, identity=identity, timeout=timeout, source=source)

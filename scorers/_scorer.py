@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,11 @@ class Scorer:
     steps: tuple[Step, ...]
     options: Mapping[str, Any] = field(default_factory=dict)
     judge: JudgeSettings | None = None
+
+    def with_source(self) -> Scorer:
+        """This scorer with each step's code digest taken now (``Step.with_source``): what a run keys on."""
+        steps = tuple(s.with_source() for s in self.steps)
+        return self if all(a is b for a, b in zip(steps, self.steps)) else dataclasses.replace(self, steps=steps)
 
     def step(self, name: str) -> Step:
         """The step called ``name``."""
@@ -136,7 +142,9 @@ def create_scorer(
         id: stable id, e.g. "my-scorer" (lowercase letters, digits, ".", "_", "-").
         generate_score: ``fn(ctx) -> number`` (sync or async); ``ctx.results`` holds earlier results.
         preprocess, analyze, generate_reason: a function or a ``JudgePrompt``.
-        version: part of every cache key: bump it when step logic changes.
+        version: part of every cache key. A run also keys each step on its code: the whole source of the
+            module that defines the step's function and of the user's own modules it imports, so an edit
+            there re-runs the step without a version bump (bump it for a change outside those files).
         higher_is_better: the score's direction; False when a rise is a regression (a share of bad items).
         instructions: the judge's system message.
         judge: settings for judge steps (model string or partial settings; the model defaults to

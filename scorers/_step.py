@@ -3,6 +3,7 @@ StepContext, so an orchestrator can run, cache and retry steps one by one."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 from collections.abc import Callable, Mapping
@@ -11,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from evalduck.scorers._cache_key import canonical_json, hash_components
+from evalduck.scorers._cache_key import SourceDigest, canonical_json, code_digest, hash_components
 from evalduck.scorers._context import STEP_ORDER, StepContext
 from evalduck.scorers._errors import ConfigError, StepResultError
 from evalduck.scorers._judge import JudgeSettings, ask_judge, output_schema
@@ -55,8 +56,9 @@ class Step:
     judge: JudgeSettings | None = None
     instructions: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
-    # A prebuilt scorer's steps: the digest of the package source that computes them (``source_digest``),
-    # in their cache key beside the version. None for other scorers, whose author bumps the version.
+    # The digest of the code that computes the step, in its cache key beside the version: a prebuilt scorer's
+    # package modules (``source_digest``, set by its factory); for a custom step, set once per run by the flow
+    # (``with_source``), else computed at each key from its module and the user's modules it imports.
     code: str | None = None
 
     def __post_init__(self) -> None:
@@ -143,6 +145,20 @@ class Step:
         if self.name == "generate_reason" and result is not None and not isinstance(result, str):
             raise StepResultError(f"{self.label} must return a string, got {type(result).__name__}")
 
+    def source(self) -> SourceDigest | None:
+        """The code this step runs as its files key it: the module of its function (a judge step: of its
+        prompt builder) and the user's own modules that imports (``code_digest``)."""
+        jp = self.judge_prompt
+        return code_digest(self.fn if self.fn is not None else jp.prompt)  # type: ignore[union-attr]
+
+    def with_source(self) -> Step:
+        """This step with ``code`` taken now (a prebuilt one's is kept): a run keys all its items on the code
+        as it was when the run started, not on an edit made while it goes (which the loaded code lacks)."""
+        if self.code is not None:
+            return self
+        found = self.source()
+        return self if found is None else dataclasses.replace(self, code=found.digest)
+
     def key_components(self, ctx: StepContext) -> dict[str, Any]:
         """The named components of this step's cache key (see ``cache_key``)."""
         earlier = STEP_ORDER[: STEP_ORDER.index(self.name)]
@@ -155,8 +171,9 @@ class Step:
             "earlier_results": {name: ctx.results[name] for name in earlier if name in ctx.results},
             "score": ctx.score if self.name == "generate_reason" else None,
         }
-        if self.code is not None:
-            components["code"] = self.code
+        code = self.code if self.code is not None else getattr(self.source(), "digest", None)
+        if code is not None:
+            components["code"] = code
         if self.judge_prompt is not None and self.judge is not None:
             model = self.judge_prompt.output_model
             components["judge"] = {
@@ -167,8 +184,8 @@ class Step:
         return components
 
     def cache_key(self, ctx: StepContext) -> str:
-        """sha256 hex over canonical JSON of: key format version, scorer id and version (and, for a prebuilt
-        scorer, the digest of its code), step name, the
+        """sha256 hex over canonical JSON of: key format version, scorer id and version, the digest of the
+        step's code (``code``: its module's whole source and the modules of its kind that imports), step name, the
         step's own parameters, judge model + generation settings + instructions + output schema (judge
         steps), the run's input/output/ground_truth/request_context (and context, expected_tool and
         expected_tool_order when given), earlier steps' results and, for

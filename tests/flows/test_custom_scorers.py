@@ -91,3 +91,46 @@ def test_import_path_specs_take_options_and_a_judge_model(tmp_path: Path, monkey
         build_scorers([{"id": "my_evals_opts:strict_tone", "options": {"x": 1}}])
     with pytest.raises(ValueError, match=r"module 'my_evals_opts' has no attribute 'nope'"):
         build_scorers(["my_evals_opts:nope"])
+
+
+LIMITED = """\
+from evalduck.scorers import create_scorer
+from helper import short
+
+LIMIT = {limit}
+
+
+def score(ctx):
+    return 1.0 if short(str(ctx.run.output), LIMIT) else 0.0
+
+
+limited = create_scorer("limited", generate_score=score)
+"""
+
+
+def test_an_edited_custom_scorer_module_or_its_helper_reruns(prefect_harness: None, tmp_path: Path) -> None:
+    """Issue 24: a changed constant beside an unchanged function, or an edit in a module the scorer module
+    imports, changes the score on the next run (no ``version=`` bump, no ``--no-cache``)."""
+    from prefect.settings import get_current_settings
+
+    (tmp_path / "helper.py").write_text("def short(text, limit):\n    return len(text) <= limit\n")
+    (tmp_path / "my_evals.py").write_text(LIMITED.format(limit=3))
+    rows = [{"id": str(i), "input": "q", "output": "x" * n} for i, n in enumerate((2, 5, 8, 9))]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EVALDUCK_JUDGE_MODEL", "OPENAI_API_BASE")}
+    env["PREFECT_API_URL"] = str(get_current_settings().api.url)
+    command = [str(Path(sys.executable).with_name("evalduck")), "--db", "evals.duckdb", "run", "data.jsonl",
+               "-s", "my_evals:limited", "--cache-dir", "cache"]
+
+    def mean() -> float:
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+        assert done.returncode == 0, done.stdout + done.stderr
+        with duckdb.connect(str(tmp_path / "evals.duckdb"), read_only=True) as con:
+            (run_id,) = con.execute("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()
+            return con.execute("SELECT avg(score) FROM scores WHERE run_id = ?", [run_id]).fetchone()[0]
+
+    assert mean() == pytest.approx(0.25)
+    (tmp_path / "my_evals.py").write_text(LIMITED.format(limit=6))
+    assert mean() == pytest.approx(0.5)  # the constant's edit re-ran the step
+    (tmp_path / "helper.py").write_text("def short(text, limit):\n    return len(text) <= 2 * limit\n")
+    assert mean() == pytest.approx(1.0)  # so did the helper's

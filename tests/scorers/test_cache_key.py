@@ -117,33 +117,33 @@ def _tone_keys() -> dict[str, str]:
 
 def test_a_prebuilt_scorers_keys_follow_its_code(monkeypatch: pytest.MonkeyPatch) -> None:
     """An edited module (or a helper it imports) changes the keys; reverted, the keys are the old ones again;
-    another scorer's module is not part of them. A custom scorer's keys have no code component."""
+    another scorer's module is not part of them. A custom step is keyed on its own module's whole source."""
     from evalduck.scorers import _cache_key
 
-    read = _cache_key._read_source
+    read = _cache_key._read_bytes
     before = _tone_keys()
 
-    def forget() -> None:  # what this process read of the sources, read again
-        _cache_key.source_digest.cache_clear()
-        _cache_key._parsed.cache_clear()
-
     def edited(name: str) -> Any:
-        def reader(module: str) -> bytes | None:
-            source = read(module)
-            return source + b"\n# edited\n" if module == name and source is not None else source
+        target = _cache_key._package_file(name)
+
+        def reader(path: Path) -> bytes:
+            return read(path) + (b"\n# edited\n" if path == target else b"")
         return reader
 
     for module, changes in [("evalduck.scorers.prebuilt.tone", True), ("evalduck.scorers.prebuilt._code", True),
                             ("evalduck.scorers._messages", True), ("evalduck.scorers.prebuilt.bias", False)]:
-        monkeypatch.setattr(_cache_key, "_read_source", edited(module))
-        forget()
+        monkeypatch.setattr(_cache_key, "_read_bytes", edited(module))
+        _cache_key._FILES.clear()  # what this process read of the sources, read again
         after = _tone_keys()
         assert all((after[step] != before[step]) is changes for step in before), module
-        monkeypatch.setattr(_cache_key, "_read_source", read)
-        forget()
+        monkeypatch.setattr(_cache_key, "_read_bytes", read)
+        _cache_key._FILES.clear()
         assert _tone_keys() == before  # reverted: the cached results are found again
     custom = scorers.create_scorer("mine", generate_score=lambda ctx: 1.0)
-    assert "code" not in custom.step("generate_score").key_components(custom.context_for("generate_score", RUN))
+    # a custom step is keyed on its module's whole source (here this test file, a module of the user's own)
+    custom_code = custom.step("generate_score").key_components(custom.context_for("generate_score", RUN))["code"]
+    own = _cache_key.module_digest(__name__)
+    assert own is not None and custom_code == own.digest and str(Path(__file__).resolve()) in own.files
     tone = scorers.create_tone_scorer().step("analyze")
     assert tone.key_components(scorers.create_tone_scorer().context_for("analyze", RUN))["code"] == tone.code
 
