@@ -94,6 +94,11 @@ class RunOptions(BaseModel):
         default=None, description="Step cache folder (default $EVALDUCK_CACHE_DIR, else ./.evalduck/cache)."
     )
     refresh: bool = Field(default=False, description="Ignore cached step results and call the target/judge again.")
+    explain_cache: bool = Field(
+        default=False, description="After the run, show per step how many results came from the step cache and, "
+        "for the others, what changed in their key since the item's last run (code and the file edited, version, "
+        "params, judge, input/output/ground_truth, earlier results), or 'never computed before'.",
+    )
     resume: str | None = Field(default=None, description="Run id or name to resume: only missing/errored cells run.")
     retries: int = Field(default=3, ge=0, le=10, description="Retries of transient target/judge errors.")
     retry_backoff_s: float = Field(default=1.0, ge=0, description="First retry delay; doubles each retry (jittered).")

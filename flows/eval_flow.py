@@ -28,6 +28,7 @@ from evalduck.flows.artifacts import ProgressArtifact, artifact_key
 from evalduck.flows.config import DEFAULT_SCORERS, DEMO_CONFIG, EvalConfig, RunOptions, ScorerSpec, bind_options
 from evalduck.flows.datasets import Dataset
 from evalduck.flows.engine import FailFast, ItemResult, execute
+from evalduck.flows.engine.cache_ledger import cache_summary
 from evalduck.flows.local_server import reuse_recorded_server
 from evalduck.flows.prepare import Prepared, Rows, prepare_run
 from evalduck.flows.redacting_flow import RedactingFlow, redacting_flow
@@ -61,18 +62,19 @@ def _execute(
                            sink=current_sink(), logger=logger)
     plan = prepared.plan
     stored = False
+    explained: list[dict[str, Any]] = []
     if run_started is not None:
         run_started(plan.run_id)
 
     async def body(transport: JudgeTransport) -> Report:
         """The run, then its report, on one event loop and one API client."""
-        nonlocal stored
+        nonlocal stored, explained
         progress = ProgressArtifact(artifact_key(plan.options.name, "progress"), plan.options.progress_every)
         plan.on_progress, plan.transport = progress.update, transport
         async with AsyncClientContext.get_or_create():
             await progress.start(f"items scored in run {plan.run_id}")
             try:
-                await execute(plan)  # marks the run completed with its last results
+                explained = await execute(plan)  # marks the run completed with its last results
                 stored = True
             finally:
                 await progress.drain()
@@ -87,7 +89,10 @@ def _execute(
         raise  # when stored, the results are all there; only the report after them failed
     logger.info("run %s: %s", plan.run_id, ", ".join(
         f"{r['scorer']}={'–' if r['mean'] is None else format(r['mean'], '.3f')}" for r in report[0]))
-    result = eval_result(prepared, report, flow_run_id)
+    cache = explained if plan.options.explain_cache else None
+    if cache:
+        logger.info("step cache: %s", "; ".join(cache_summary(line) for line in cache))
+    result = eval_result(prepared, report, flow_run_id, cache)
     keep_result(result)  # for the command, should the flow's end fail on a server that went away
     return result
 
@@ -172,6 +177,7 @@ def _run_evals(
     judge_timeout_s: float | None = None,
     cache_dir: str | None = None,
     refresh: bool | None = None,
+    explain_cache: bool | None = None,
     resume: str | None = None,
     retries: int | None = None,
     retry_backoff_s: float | None = None,
@@ -209,6 +215,8 @@ def _run_evals(
             environment variables only: a run that finds litellm settings made in Python (callbacks,
             ``litellm.api_key``...) keeps its requests in this process and logs one warning line.
         report: write the run's HTML report beside the DuckDB file at its end (default); False: none.
+        explain_cache: after the summary, a table of each step's cache hits and misses, and for the misses
+            what changed in the key since the item's last run (``EvalResult.cache`` holds it too).
         runner: "local" (default) or "dask": target calls, judge steps and code chunks on the workers of
             the Dask cluster at ``dask_address``, or of a LocalCluster of ``workers`` processes
             (docs/scale-out.md).

@@ -41,6 +41,8 @@ class EvalResult(BaseModel):
     comparison: list[dict[str, Any]] | None = None
     flow_run_id: str | None = Field(default=None, description="the Prefect flow run that ran it")
     report: str | None = Field(default=None, description="the run's HTML report, when one was written")
+    cache: list[dict[str, Any]] | None = Field(
+        default=None, description="explain_cache: per step {step, hits, misses, why: {what changed: count}}")
 
 
 # summary rows, comparison rows, the HTML report written
@@ -111,7 +113,8 @@ async def publish_report(prepared: Prepared) -> Report:
     return rows, comparison, written
 
 
-def eval_result(prepared: Prepared, report: Report, flow_run_id: str | None) -> EvalResult:
+def eval_result(prepared: Prepared, report: Report, flow_run_id: str | None,
+                cache: list[dict[str, Any]] | None = None) -> EvalResult:
     plan = prepared.plan
     rows, comparison, written = report
     return EvalResult(
@@ -119,5 +122,5 @@ def eval_result(prepared: Prepared, report: Report, flow_run_id: str | None) -> 
         summary={"totalItems": len(prepared.dataset.items),
                  "scorers": {r["scorer"]: {k: v for k, v in r.items() if k != "scorer"} for r in rows}},
         db=str(plan.store.path), previous_run_id=prepared.previous, comparison=comparison, flow_run_id=flow_run_id,
-        report=str(written.path) if written else None,
+        report=str(written.path) if written else None, cache=cache,
     )

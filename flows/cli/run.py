@@ -177,6 +177,11 @@ def run(
     cache_dir: Annotated[
         Optional[Path], typer.Option(help="Step cache folder [default: EVALDUCK_CACHE_DIR, else .evalduck/cache].")
     ] = None,
+    explain_cache: Annotated[
+        bool, typer.Option("--explain-cache", help="After the run, per step: results from the cache (hits) and "
+                           "computed (misses), with what changed in a miss's key since that item's last run "
+                           "(e.g. code (my_evals.py), params, output).")
+    ] = False,
     retries: Annotated[int, typer.Option(min=0, max=10, help="Retries of transient target/judge errors.")] = 3,
     retry_backoff_s: Annotated[
         float, typer.Option(min=0.0, help="First retry delay in seconds; doubles each retry (jittered).")
@@ -239,7 +244,7 @@ def run(
         "target_system_prompt": system_prompt, "target_api_base": target_api_base, "target_timeout_s": target_timeout,
         "judge_model": judge_model, "judge_api_base": judge_api_base, "judge_rpm": judge_rpm,
         "judge_timeout_s": judge_timeout, "concurrency": concurrency, "name": name, "db": str(db_path(ctx)),
-        "cache_dir": str(cache_dir) if cache_dir else None, "refresh": no_cache, "resume": resume, "retries": retries,
+        "cache_dir": str(cache_dir) if cache_dir else None, "refresh": no_cache, "explain_cache": explain_cache, "resume": resume, "retries": retries,
         "retry_backoff_s": retry_backoff_s, "fail_fast": fail_fast, "judge_process": judge_process,
         "chunk_size": chunk_size, "progress_every": progress_every, "report": report, "runner": runner,
         "dask_address": dask_address, "workers": workers,
@@ -311,6 +316,10 @@ def _print_result(out: Console, err: Console, result: Any, api_url: str | None, 
     out.print(_summary_table(result, out))
     if result.summary["scorers"]:
         out.print(fit(out, _measures(result)))
+    if result.cache is not None:
+        from evalduck.flows.cli.cache_table import cache_table
+
+        out.print(cache_table(result.cache, out))
     errored = sum(s["errored"] for s in result.summary["scorers"].values())
     if errored:
         ref = shell_word(result.run_id) or result.run_id

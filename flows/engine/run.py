@@ -136,7 +136,8 @@ class Run:
     # ---- code-only scorers over chunks -------------------------------------------------------------
 
     async def _chunk(self, states: list[ItemState]) -> list[None]:
-        run_step = self.steps.for_chunk([s.item.where for s in states])
+        run_step = self.steps.for_chunk([s.item.where for s in states],
+                                        lambda: {id(s.run): s.item.item_id for s in states if s.run is not None})
         for scorer in self.code_scorers:
             todo = [s for s in states if self.plan.wanted(s.item.item_id, scorer.id)]
             pipelines = self._pipelines(scorer, todo)
@@ -162,7 +163,8 @@ class Run:
             for sk in plan.skipped for item in plan.items if plan.wanted(item.item_id, sk.scorer_id)
         ])
 
-    async def run(self) -> None:
+    async def run(self) -> list[dict[str, Any]]:
+        """The run; its hits and misses per step (``StepRunner.cache_lines``)."""
         plan = self.plan
         status: str | None = None  # "completed" once every item is done: written with the last batch
         try:
@@ -189,6 +191,10 @@ class Run:
             except Exception as exc:
                 raise self._write_failed(exc) from exc
             finally:
-                if plan.sink is not None:
-                    plan.sink.finish()
+                try:
+                    await asyncio.to_thread(self.steps.ledger.save)  # each step's keys, for the next run's explanation
+                finally:
+                    if plan.sink is not None:
+                        plan.sink.finish()
+        return self.steps.cache_lines()
 

@@ -8,7 +8,7 @@ steps is the library's, and this module only says where a step goes.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from prefect import Task
@@ -17,6 +17,7 @@ from evalduck.scorers import JudgeConfigError, NotScorable, RunStep, Step, StepC
 
 from evalduck.flows.datasets import DatasetItem
 from evalduck.flows.engine.batches import StepBatcher
+from evalduck.flows.engine.cache_ledger import CacheLedger, step_parts, target_parts
 from evalduck.flows.engine.cells import error_text
 from evalduck.flows.engine.dispatch import LocalDispatch
 from evalduck.flows.engine.plan import MisconfiguredRun, RunPlan
@@ -44,6 +45,7 @@ class StepRunner:
         self.plan = plan
         self.dispatch = plan.dispatch if plan.dispatch is not None else LocalDispatch(plan)  # where tasks run
         self.limiter = RateLimiter(plan.options.judge_rpm)
+        self.ledger = CacheLedger(plan.cache_dir, refresh=plan.options.refresh)  # each step's last key per item
         self.step_tasks: dict[str, Task[..., Any]] = {}
         self.chunk_tasks: dict[str, Task[..., Any]] = {}
         self.batchers: dict[str, StepBatcher[tuple[StepContext, str], StepOutput | BaseException]] = {}
@@ -64,12 +66,15 @@ class StepRunner:
         """The item's output; raises ``StepFailed`` with the target's error."""
         target = self.plan.target
         assert self.target_task is not None
+        key = target.cache_key(item)
         state = await self.dispatch.run(self.target_task, {
-            "cache_key": target.cache_key(item), "item_id": item.item_id, "job": self.dispatch.target_job(item)})
+            "cache_key": key, "item_id": item.item_id, "job": self.dispatch.target_job(item)})
         if not state.is_completed():
             exc = await aget_state_exception(state)
             self._stop_if_misconfigured(f"target {target.label}", exc)
             raise StepFailed(f"target {target.label}: {type(exc).__name__}: {exc}")
+        self.ledger.target(target).note(item.item_id, key, state.name == "Cached",
+                                        lambda: target_parts(target, item), refresh=self.plan.options.refresh)
         return (await state.aresult())["output"]
 
     def for_item(self, item: DatasetItem, spent: list[Mapping[str, Any]]) -> RunStep:
@@ -92,6 +97,8 @@ class StepRunner:
                 self._stop_if_misconfigured(step.label, exc)
                 return [StepFailed(error_text(step.label, exc))]
             result = await state.aresult()
+            self.ledger.step(step).note(item.item_id, key, state.name == "Cached", lambda: step_parts(step, ctx),
+                                        refresh=self.plan.options.refresh)
             if NOT_SCORABLE in result:
                 return [NotScorable(result[NOT_SCORABLE])]
             out = StepOutput.model_validate(result)
@@ -108,24 +115,31 @@ class StepRunner:
                 f"hit: {error_text(label, exc)}. What it stored is kept; once that is fixed, `--resume "
                 f"{self.plan.run_id}` computes the rest") from exc
 
-    def for_chunk(self, wheres: list[str]) -> RunStep:
-        """A code-only scorer over a chunk of items: each step one (cached) task over all of them."""
+    def for_chunk(self, wheres: list[str], items: Callable[[], Mapping[int, str]]) -> RunStep:
+        """A code-only scorer over a chunk of items: each step one (cached) task over all of them.
+        ``items`` maps each item's ``ScorerInput`` (by ``id``) to its item id, for the ledger."""
         name = span(wheres)
 
         async def run_step(step: Step, contexts: list[StepContext]) -> list[StepOutput | BaseException]:
-            return await self.run_chunk(step, contexts, name)
+            return await self.run_chunk(step, contexts, name, items)
 
         return run_step
 
-    async def run_chunk(self, step: Step, contexts: list[StepContext], name: str) -> list[StepOutput | BaseException]:
+    async def run_chunk(self, step: Step, contexts: list[StepContext], name: str,
+                        items: Callable[[], Mapping[int, str]] | None = None) -> list[StepOutput | BaseException]:
         """One chunk task of a code step: per item its output or its error; a chunk that fails as a whole
         errors each of its items, and the run goes on."""
         try:
-            key = chunk_key([step.cache_key(c) for c in contexts]) if step.label not in self.batchers else None
+            keys = [step.cache_key(c) for c in contexts] if step.label not in self.batchers else None
+            key = chunk_key(keys) if keys is not None else None
             job = self.dispatch.code_job(step, contexts)
             state = await self.dispatch.run(self.chunk_tasks[step.label], {"cache_key": key, "span": name, "job": job})
             if not state.is_completed():
                 raise await aget_state_exception(state)
+            if keys is None:
+                self.ledger.not_cached(step.label, len(contexts))
+            elif items is not None:
+                self._note_chunk(step, contexts, keys, state.name == "Cached", items())
             outs: list[dict[str, Any]] = json.loads(await state.aresult())
             if len(outs) != len(contexts):
                 raise ValueError(f"{len(outs)} results for {len(contexts)} items")
@@ -134,3 +148,21 @@ class StepRunner:
             return [failed] * len(contexts)
         return [StepFailed(out["error"]) if "error" in out else NotScorable(out[NOT_SCORABLE]) if NOT_SCORABLE in out
                 else StepOutput(result=out["result"]) for out in outs]
+
+    def _note_chunk(self, step: Step, contexts: list[StepContext], keys: list[str], hit: bool,
+                    items: Mapping[int, str]) -> None:
+        """Each item of a chunk in the ledger: the chunk is cached whole, so an item whose own key is its last
+        misses when another item of the chunk changed."""
+        book = self.ledger.step(step)
+        ids = [items.get(id(c.run)) for c in contexts]
+        moved = any(i is None or book.changed(i, k) for i, k in zip(ids, keys))
+        for item_id, ctx, key in zip(ids, contexts, keys):
+            if item_id is not None:
+                book.note(item_id, key, hit, lambda ctx=ctx: step_parts(step, ctx), refresh=self.plan.options.refresh,
+                          chunk_changed=moved)
+
+    def cache_lines(self) -> list[dict[str, Any]]:
+        """The run's hits and misses per step (``--explain-cache``): the target first, then each scorer's
+        steps in order."""
+        order = ["target"] + [step.label for scorer in self.plan.scorers for step in scorer.steps]
+        return self.ledger.lines(order)
