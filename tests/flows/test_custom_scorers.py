@@ -134,3 +134,35 @@ def test_an_edited_custom_scorer_module_or_its_helper_reruns(prefect_harness: No
     assert mean() == pytest.approx(0.5)  # the constant's edit re-ran the step
     (tmp_path / "helper.py").write_text("def short(text, limit):\n    return len(text) <= 2 * limit\n")
     assert mean() == pytest.approx(1.0)  # so did the helper's
+
+
+def test_explain_cache_names_the_edited_file(prefect_harness: None, tmp_path: Path) -> None:
+    """Issue 24: `evalduck run --explain-cache` twice: all hits; then a constant edited in my_evals.py, and a
+    helper module it imports: the step's misses name `code` and the file."""
+    import re
+
+    from prefect.settings import get_current_settings
+
+    (tmp_path / "helper.py").write_text("def short(text, limit):\n    return len(text) <= limit\n")
+    (tmp_path / "my_evals.py").write_text(LIMITED.format(limit=3))
+    rows = [{"id": str(i), "input": "q", "output": "x" * n} for i, n in enumerate((2, 5, 8, 9))]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EVALDUCK_JUDGE_MODEL", "OPENAI_API_BASE")}
+    env["PREFECT_API_URL"] = str(get_current_settings().api.url)
+    command = [str(Path(sys.executable).with_name("evalduck")), "--db", "evals.duckdb", "run", "data.jsonl",
+               "-s", "my_evals:limited", "--cache-dir", "cache", "--explain-cache"]
+
+    def explained() -> str:
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "step cache (--explain-cache)" in done.stdout, done.stdout
+        (row,) = [line for line in done.stdout.splitlines() if "limited.generate_score" in line]
+        return re.sub(r"\s*│\s*", "|", row).strip("|")
+
+    assert explained() == "limited.generate_score|0|4|never computed before: 4"
+    assert explained() == "limited.generate_score|4|0"
+    (tmp_path / "my_evals.py").write_text(LIMITED.format(limit=6))
+    assert explained() == "limited.generate_score|0|4|code (my_evals.py): 4"
+    (tmp_path / "helper.py").write_text("def short(text, limit):\n    return len(text) <= 2 * limit\n")
+    assert explained() == "limited.generate_score|0|4|code (helper.py): 4"
+    assert len(list((tmp_path / "cache" / "keys").glob("limited.generate_score-*.json"))) == 1  # the step's record
