@@ -32,14 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalduck.scorers import PREBUILT, Step, StepContext, canonical_json
+from evalduck.scorers import PREBUILT, ScorerInput, Step, StepContext, canonical_json
 from evalduck.scorers._cache_key import KEY_FORMAT_VERSION, SourceDigest, module_digest
 
 from evalduck.flows.datasets import DatasetItem
 from evalduck.flows.targets import Target
 
-__all__ = ("CacheLedger", "CacheLine", "StepBook", "cache_summary", "changed_parts", "changed_files", "step_parts",
-           "target_parts", "FOLDER")
+__all__ = ("CacheLedger", "CacheLine", "StepBook", "cache_summary", "changed_parts", "changed_files", "own_parts",
+           "run_parts", "step_files", "step_parts", "target_parts", "FOLDER")
 
 logger = logging.getLogger("evalduck.cache")
 
@@ -55,19 +55,32 @@ Parts = dict[str, str]
 
 
 def _short(value: Any) -> str:
-    return hashlib.sha256(canonical_json(value, default=str).encode("utf-8")).hexdigest()[:16]
+    """16 hex of a value's digest; a string's own bytes (most run fields), anything else its canonical JSON."""
+    text = "s" + value if isinstance(value, str) else "null" if value is None else canonical_json(value, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def step_parts(step: Step, ctx: StepContext) -> tuple[Parts, Parts]:
-    """A step's key components as digests: (the step's own: the same for every item of a run, the item's)."""
+def own_parts(step: Step, components: Mapping[str, Any]) -> Parts:
+    """The parts of a step's key that are the same for every item of a run."""
+    c = components
+    return {"key_format": str(KEY_FORMAT_VERSION), "version": _short(c["scorer_version"]), "params": _short(c["params"]),
+            "code": c.get("code") or "-", "judge": _short(c.get("judge"))}
+
+
+def run_parts(run: ScorerInput) -> Parts:
+    """The parts of the run's fields (shared by every step of the item)."""
+    return {name: _short(value) for name, value in run.fields_for_key().items()}
+
+
+def step_parts(step: Step, ctx: StepContext, *, own: Parts | None = None, run: Parts | None = None) -> tuple[Parts, Parts]:
+    """A step's key components as digests: (the step's own: the same for every item of a run, the item's).
+    ``own`` and ``run``: those parts computed already (``CacheLedger.parts`` keeps them)."""
     c = step.key_components(ctx)
-    own = {"key_format": str(KEY_FORMAT_VERSION), "version": _short(c["scorer_version"]), "params": _short(c["params"]),
-           "code": c.get("code") or "-", "judge": _short(c.get("judge"))}
-    item = {name: _short(value) for name, value in c["run"].items()}
+    item = dict(run_parts(ctx.run) if run is None else run)
     item.update({f"earlier_results.{name}": _short(value) for name, value in c["earlier_results"].items()})
     if c["score"] is not None:
         item["score"] = _short(c["score"])
-    return own, item
+    return (own_parts(step, c) if own is None else own), item
 
 
 def target_parts(target: Target, item: DatasetItem) -> tuple[Parts, Parts]:
@@ -101,9 +114,9 @@ def step_files(step: Step) -> dict[str, str]:
     """The files behind ``step.code`` (path -> sha256): its module closure, found again; for a prebuilt scorer
     that of its factory's module (what ``_declare`` keys it on); empty when they cannot be found."""
     found: list[SourceDigest | None] = [step.source()]
-    factory = PREBUILT.get(step.scorer_id)
-    if factory is not None:
-        found.append(module_digest(factory.__module__))
+    prebuilt = PREBUILT.get(step.scorer_id)
+    if prebuilt is not None:
+        found.append(module_digest(prebuilt.factory.__module__))
     return next((dict(f.files) for f in found if f is not None and f.digest == step.code), {})
 
 
@@ -123,27 +136,32 @@ class CacheLine:
 class StepBook:
     """One step's (or the target's) last key per item, read from its file and written back with this run's."""
 
-    def __init__(self, path: Path, label: str, files: Callable[[], Mapping[str, str]]) -> None:
-        self.path, self.files_now = path, files
+    def __init__(self, path: Path, label: str, files: Callable[[], Mapping[str, str]], *, refresh: bool) -> None:
+        self.path, self.files_now, self.refresh = path, files, refresh
         self.line = CacheLine(label)
         data = _load(path)
         self.items: dict[str, list[Any]] = data.get("items", {})  # item id -> [key, config digest, item parts]
         self.configs: dict[str, Parts] = data.get("configs", {})  # config digest -> the step's own parts
         self.files: dict[str, dict[str, str]] = data.get("files", {})  # code digest -> its files
         self.touched: set[str] = set()
+        self._own: Parts | None = None  # the step's own parts last seen, and their digest
+        self._config = ""
 
     def note(self, item_id: str, key: str, hit: bool, parts: Callable[[], tuple[Parts, Parts]], *,
-             refresh: bool = False, chunk_changed: bool = False) -> str | None:
-        """Count one item's outcome and keep its key; the miss's reason (None for a hit)."""
+             chunk_changed: bool = False) -> str | None:
+        """Count one item's outcome and keep its key; the miss's reason (None for a hit). ``chunk_changed``:
+        the item's chunk (code-only scorers are cached by chunk) holds an item whose key changed."""
         last = self.items.get(item_id)
         reason: str | None = None
         if last is not None and last[0] == key:
             if not hit:
-                reason = REFRESH if refresh else CHUNK if chunk_changed else SAME_KEY
+                reason = REFRESH if self.refresh else CHUNK if chunk_changed else SAME_KEY
         else:
             own, item = parts()
-            config = _short(own)
-            self.configs[config] = own
+            if own is not self._own:  # the same dict for every item of a run (CacheLedger.parts)
+                self._own, self._config = own, _short(own)
+                self.configs[self._config] = own
+            config = self._config
             if own["code"] not in self.files:
                 self.files[own["code"]] = dict(self.files_now())
             if not hit:
@@ -224,12 +242,24 @@ class CacheLedger:
         self.refresh = refresh
         self.books: dict[str, StepBook] = {}
         self.uncached: dict[str, CacheLine] = {}
+        self._own: dict[str, Parts] = {}  # step label -> its own parts (one step object per label in a run)
+        self._runs: dict[int, tuple[ScorerInput, Parts]] = {}  # id(run) -> the run (kept: ids stay unique), its parts
 
     def book(self, label: str, files: Callable[[], Mapping[str, str]]) -> StepBook:
         found = self.books.get(label)
         if found is None:
-            found = self.books[label] = StepBook(self.folder / _file_name(label), label, files)
+            found = self.books[label] = StepBook(self.folder / _file_name(label), label, files, refresh=self.refresh)
         return found
+
+    def parts(self, step: Step, ctx: StepContext) -> tuple[Parts, Parts]:
+        """``step_parts``, with the step's own parts and each item's run parts computed once per run."""
+        own = self._own.get(step.label)
+        if own is None:
+            own = self._own[step.label] = own_parts(step, step.key_components(ctx))
+        seen = self._runs.get(id(ctx.run))
+        if seen is None:
+            seen = self._runs[id(ctx.run)] = (ctx.run, run_parts(ctx.run))
+        return step_parts(step, ctx, own=own, run=seen[1])
 
     def step(self, step: Step) -> StepBook:
         return self.book(step.label, lambda: step_files(step))

@@ -17,7 +17,7 @@ from evalduck.scorers import JudgeConfigError, NotScorable, RunStep, Step, StepC
 
 from evalduck.flows.datasets import DatasetItem
 from evalduck.flows.engine.batches import StepBatcher
-from evalduck.flows.engine.cache_ledger import CacheLedger, step_parts, target_parts
+from evalduck.flows.engine.cache_ledger import CacheLedger, target_parts
 from evalduck.flows.engine.cells import error_text
 from evalduck.flows.engine.dispatch import LocalDispatch
 from evalduck.flows.engine.plan import MisconfiguredRun, RunPlan
@@ -73,8 +73,7 @@ class StepRunner:
             exc = await aget_state_exception(state)
             self._stop_if_misconfigured(f"target {target.label}", exc)
             raise StepFailed(f"target {target.label}: {type(exc).__name__}: {exc}")
-        self.ledger.target(target).note(item.item_id, key, state.name == "Cached",
-                                        lambda: target_parts(target, item), refresh=self.plan.options.refresh)
+        self.ledger.target(target).note(item.item_id, key, state.name == "Cached", lambda: target_parts(target, item))
         return (await state.aresult())["output"]
 
     def for_item(self, item: DatasetItem, spent: list[Mapping[str, Any]]) -> RunStep:
@@ -97,8 +96,7 @@ class StepRunner:
                 self._stop_if_misconfigured(step.label, exc)
                 return [StepFailed(error_text(step.label, exc))]
             result = await state.aresult()
-            self.ledger.step(step).note(item.item_id, key, state.name == "Cached", lambda: step_parts(step, ctx),
-                                        refresh=self.plan.options.refresh)
+            self.ledger.step(step).note(item.item_id, key, state.name == "Cached", lambda: self.ledger.parts(step, ctx))
             if NOT_SCORABLE in result:
                 return [NotScorable(result[NOT_SCORABLE])]
             out = StepOutput.model_validate(result)
@@ -158,8 +156,7 @@ class StepRunner:
         moved = any(i is None or book.changed(i, k) for i, k in zip(ids, keys))
         for item_id, ctx, key in zip(ids, contexts, keys):
             if item_id is not None:
-                book.note(item_id, key, hit, lambda ctx=ctx: step_parts(step, ctx), refresh=self.plan.options.refresh,
-                          chunk_changed=moved)
+                book.note(item_id, key, hit, lambda ctx=ctx: self.ledger.parts(step, ctx), chunk_changed=moved)
 
     def cache_lines(self) -> list[dict[str, Any]]:
         """The run's hits and misses per step (``--explain-cache``): the target first, then each scorer's

@@ -19,9 +19,10 @@ from evalduck.flows.engine.cache_ledger import (
     cache_summary,
     changed_files,
     changed_parts,
+    step_files,
     step_parts,
 )
-from evalduck.scorers import ScorerInput, StepContext, create_scorer
+from evalduck.scorers import PREBUILT, ScorerInput, StepContext, create_scorer
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 from flow_helpers import judge_scorer, rows
@@ -41,6 +42,21 @@ def test_changed_files_names_the_edited_added_and_dropped_files(tmp_path: Path, 
     assert changed_files({evals: "1", helper: "2"}, {evals: "1", helper: "3"}) == ["lib/helper.py"]
     assert changed_files({evals: "1", gone: "9"}, {evals: "2"}) == ["old.py", "my_evals.py"]  # outside: its name
     assert changed_files({evals: "1"}, {evals: "1"}) == []
+
+
+def test_the_files_behind_a_steps_code_are_found_for_custom_and_prebuilt_steps() -> None:
+    tone = PREBUILT["tone-scorer"].factory().steps[0]
+    files = step_files(tone)
+    assert any(path.endswith("prebuilt/tone.py") for path in files), files  # what its code digest was taken over
+    custom = step_files(_step(3))  # this module's, and the test helpers it imports (the user's own modules)
+    assert custom == {__file__: files_sha(__file__), str(Path(__file__).with_name("flow_helpers.py")):
+                      files_sha(str(Path(__file__).with_name("flow_helpers.py")))}
+
+
+def files_sha(path: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _step(limit: int, version: str = "1") -> Any:
