@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import re
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -205,7 +206,7 @@ class StepBook:
         files = {**data.get("files", {}), **self.files}
         files = {d: files[d] for d in {own["code"] for own in configs.values()} if d in files}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        part = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        part = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:12]}")  # a shared folder: any machine
         part.write_text(json.dumps({"format": _FORMAT, "label": self.line.step, "items": items, "configs": configs,
                                     "files": files}, separators=(",", ":")), encoding="utf-8")
         os.replace(part, self.path)
