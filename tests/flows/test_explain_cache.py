@@ -21,6 +21,7 @@ from evalduck.flows.engine.cache_ledger import (
     changed_parts,
     step_files,
     step_parts,
+    target_parts,
 )
 from evalduck.scorers import PREBUILT, ScorerInput, StepContext, create_scorer
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
@@ -138,3 +139,19 @@ def test_run_evals_explains_a_judged_run(judge: FakeOpenAIServer, workdir: dict[
     assert third["answer-relevancy-scorer.generate_reason"] == (0, {"judge": 3})
     quiet = run_evals(items, scorers=[judge_scorer(judge)], quiet=True, **workdir)
     assert quiet.cache is None  # without the option: recorded, not returned
+
+
+def test_a_target_miss_names_the_target_or_the_input(tmp_path: Path) -> None:
+    from evalduck.flows.datasets import DatasetItem
+    from evalduck.flows.targets import resolve_target
+
+    def note(spec: str, question: str) -> str | None:
+        target, item = resolve_target(spec), DatasetItem(item_id="a", input=question)
+        ledger = CacheLedger(tmp_path, refresh=False)
+        reason = ledger.target(target).note("a", target.cache_key(item), False, lambda: target_parts(target, item))
+        ledger.save()
+        return reason
+
+    assert note("model:openai/one", "q?") == NEVER
+    assert note("model:openai/two", "q?") == "target"  # model and settings; a callable's code is `code (file)`
+    assert note("model:openai/two", "other q?") == "input"
