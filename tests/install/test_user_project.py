@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import textwrap
 import time
@@ -108,6 +109,9 @@ def project(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> I
     (root / "flows" / "__init__.py").write_text(USERS_FLOWS)
     (root / "data.jsonl").write_text("".join(json.dumps(row) + "\n" for row in ROWS))
     env = installed.env(base / "prefect-home")
+    # `serve` starts its server on port 4200 unless told otherwise; a machine (a CI runner, another test's
+    # server) may have one there, so the user's shell names a free port as README's --port / EVALDUCK_PORT say.
+    env["EVALDUCK_PORT"] = str(_free_port())
     first = subprocess.run([installed.evalduck, "run", "data.jsonl", *CODE_SCORERS, "--name", "user"], cwd=root,
                            env=env, capture_output=True, text=True, timeout=300)
     try:
@@ -203,6 +207,12 @@ def test_run_from_a_subfolder_uses_the_project_and_its_server(project: Project) 
     scored = dict(project.rows(f"SELECT scorer_id, count(score) FROM scores WHERE run_id = '{run_id}' GROUP BY ALL"))
     # evalduck.toml's scorers, the project's own among them (evals/my_evals.py, imported from the root)
     assert scored == {"tone-scorer": 3, "textual-difference-scorer": 3, "concise": 3, "answer-relevancy-scorer": 0}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def served(project: Project) -> dict[str, object]:
