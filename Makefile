@@ -10,9 +10,11 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export DO_NOT_TRACK := 1
 
-.PHONY: venv venv-shared demo test test-fast test-shared serve stop bench clean
+.PHONY: venv venv-dev venv-shared demo test test-fast test-shared serve stop bench clean
 
 venv: $(STAMP)
+
+venv-dev: $(DEV_STAMP)
 
 # The shared store's environment (docs/scale-out.md): evalduck with duckdb 1.5.5 and the DuckLake and
 # PostgreSQL extensions, for the machines that write or query a ducklake: store, and its tests; with the dask
@@ -59,11 +61,12 @@ stop:
 	$(BIN)/evalduck stop
 
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
-# The suite without the end-to-end tests (no Prefect installation, worker or browser started).
+# The everyday loop (~35 s here): the tests that start nothing, i.e. neither a Prefect server (e2e, harness), a
+# Dask cluster nor a process (markers set by tests/conftest.py from each test's fixtures and module).
 test-fast: $(DEV_STAMP)
-	$(BIN)/python -m pytest -q -m "not e2e"
+	$(BIN)/python -m pytest -q -m "not e2e and not harness and not dask and not subprocess"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

@@ -26,12 +26,29 @@ os.environ.pop("EVALDUCK_JUDGE_MODEL", None)
 os.environ.pop("EVALDUCK_DB", None)
 
 
+# What a test starts, read from its fixtures and its module, as markers: `make test-fast` leaves these out.
+_STARTS = {"prefect_harness": "harness", "dask_cluster": "dask"}
+
+
+def _mark_what_it_starts(item: Any) -> None:
+    """Mark ``item`` ``harness`` / ``dask`` by the fixtures it uses (a Prefect test server, a Dask cluster)
+    and ``subprocess`` when its module imports ``subprocess`` (it runs the CLI, a script, a server...)."""
+    for fixture, marker in _STARTS.items():
+        if fixture in item.fixturenames:
+            item.add_marker(marker)
+    module = getattr(item, "module", None)
+    if module is not None and "subprocess" in vars(module):
+        item.add_marker("subprocess")
+
+
 def pytest_collection_modifyitems(items: list) -> None:  # type: ignore[type-arg]
-    """Run the end-to-end tests last. One of them runs a flow in this process against the e2e server, and
+    """Mark each test by what it starts (``_mark_what_it_starts``). Run the end-to-end tests last. One of them runs a flow in this process against the e2e server, and
     Prefect's process-wide events worker stays bound to that server afterwards, so task runs of later
     in-process flows (against the test harness) would never be recorded. Among them, those of the e2e
     installation (the `stack` fixture) last: it is started in the background with the first e2e test
     (tests/e2e/early.py), while the others run."""
+    for item in items:
+        _mark_what_it_starts(item)
     items.sort(key=lambda item: (item.get_closest_marker("e2e") is not None, "stack" in item.fixturenames))
 
 
