@@ -108,9 +108,9 @@ limited = create_scorer("limited", generate_score=score)
 """
 
 
-def test_an_edited_custom_scorer_module_or_its_helper_reruns(prefect_harness: None, tmp_path: Path) -> None:
-    """Issue 24: a changed constant beside an unchanged function, or an edit in a module the scorer module
-    imports, changes the score on the next run (no ``version=`` bump, no ``--no-cache``)."""
+def _limited_project(tmp_path: Path) -> tuple[dict[str, str], list[str]]:
+    """``my_evals.py`` (LIMIT = 3) importing ``helper.py``, a 4-row dataset, and the `evalduck run` command
+    (with its environment: the test harness's server) that scores it with ``my_evals:limited``."""
     from prefect.settings import get_current_settings
 
     (tmp_path / "helper.py").write_text("def short(text, limit):\n    return len(text) <= limit\n")
@@ -121,6 +121,13 @@ def test_an_edited_custom_scorer_module_or_its_helper_reruns(prefect_harness: No
     env["PREFECT_API_URL"] = str(get_current_settings().api.url)
     command = [str(Path(sys.executable).with_name("evalduck")), "--db", "evals.duckdb", "run", "data.jsonl",
                "-s", "my_evals:limited", "--cache-dir", "cache"]
+    return env, command
+
+
+def test_an_edited_custom_scorer_module_or_its_helper_reruns(prefect_harness: None, tmp_path: Path) -> None:
+    """Issue 24: a changed constant beside an unchanged function, or an edit in a module the scorer module
+    imports, changes the score on the next run (no ``version=`` bump, no ``--no-cache``)."""
+    env, command = _limited_project(tmp_path)
 
     def mean() -> float:
         done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
@@ -141,16 +148,8 @@ def test_explain_cache_names_the_edited_file(prefect_harness: None, tmp_path: Pa
     helper module it imports: the step's misses name `code` and the file."""
     import re
 
-    from prefect.settings import get_current_settings
-
-    (tmp_path / "helper.py").write_text("def short(text, limit):\n    return len(text) <= limit\n")
-    (tmp_path / "my_evals.py").write_text(LIMITED.format(limit=3))
-    rows = [{"id": str(i), "input": "q", "output": "x" * n} for i, n in enumerate((2, 5, 8, 9))]
-    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EVALDUCK_JUDGE_MODEL", "OPENAI_API_BASE")}
-    env["PREFECT_API_URL"] = str(get_current_settings().api.url)
-    command = [str(Path(sys.executable).with_name("evalduck")), "--db", "evals.duckdb", "run", "data.jsonl",
-               "-s", "my_evals:limited", "--cache-dir", "cache", "--explain-cache"]
+    env, command = _limited_project(tmp_path)
+    command.append("--explain-cache")
 
     def explained() -> str:
         done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
