@@ -233,3 +233,21 @@ def test_imports_are_read_with_their_kind(tmp_path: Path) -> None:
     graph = import_graph(tmp_path)
     assert graph["x"] == {("sub.y", "module"), ("z", "function")}
     assert graph["z"] == {("x", "module")}
+
+
+def test_the_architecture_page_shows_the_same_layers() -> None:
+    """docs/architecture.md opens with the rooms from high to low: the same names, in the order of ``LAYERS``,
+    each with its members."""
+    page = (FLOWS.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    picture = page.split("## The layers of `evalduck.flows`", 1)[1].split("```", 2)[1]
+    shown: dict[str, str] = {}
+    for line in picture.splitlines():
+        if line[:1].isalpha():
+            room = line.split()[0]
+            shown[room] = line
+        elif line.strip() and shown:
+            shown[room] += line
+    assert list(shown) == [room for room, _ in reversed(LAYERS)]
+    for room, members in LAYERS:
+        missing = [m for m in members if m and f" {m}.py" not in shown[room] and f" {m}/" not in shown[room]]
+        assert not missing, f"docs/architecture.md: room {room} does not show {missing}"
