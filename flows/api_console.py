@@ -61,12 +61,12 @@ def shown_run(quiet: bool) -> Iterator[None]:
 
 
 def print_summary(result: Any, api_url: str | None) -> None:
-    """The CLI's summary, the same table and lines (flows/cli/run.py); a flow run link when ``api_url``
+    """The CLI's summary, the same table and lines (flows/cli/summary.py); a flow run link when ``api_url``
     names a server that outlives this process."""
-    from evalduck.flows.cli.run import _print_result
+    from evalduck.flows.cli.summary import print_result
 
     out = Console(width=None if sys.stdout.isatty() else 120)
-    _print_result(out, Console(stderr=True, soft_wrap=True), result, api_url, api_url is not None)
+    print_result(out, Console(stderr=True, soft_wrap=True), result, api_url, api_url is not None)
 
 
 _registered = False

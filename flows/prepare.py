@@ -18,7 +18,6 @@ from evalduck.scorers import Scorer
 from evalduck.flows.config import DEFAULT_SCORERS, RunOptions
 from evalduck.flows.datasets import Dataset, DatasetError, dataset_from_rows, load_dataset
 from evalduck.flows.engine import ItemResult, RunPlan
-from evalduck.flows.progress import ProgressSink
 from evalduck.flows.registry import build_scorers
 from evalduck.flows.settings import default_cache_dir
 from evalduck.flows.store import Store, StoreDiskError, check_resume_dataset, default_db_path

@@ -1,25 +1,22 @@
-"""Progress in the terminal: a rich bar the CLI installs for the run (the flow only calls the sink)."""
+"""Progress in the terminal: a rich bar the CLI installs for the run (the flow only calls the sink, whose
+protocol, ``ProgressSink``, is the engine's: flows/engine/plan.py)."""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
 from collections.abc import Iterator
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from evalduck.flows.display import literal
 
-__all__ = ("ProgressSink", "RichProgress", "use_sink", "current_sink")
+if TYPE_CHECKING:
+    from evalduck.flows.engine.plan import ProgressSink
 
-
-class ProgressSink(Protocol):
-    def start(self, total: int) -> None: ...
-    def advance(self, n: int = 1) -> None: ...
-    def finish(self) -> None: ...
-    def note(self, message: str) -> None: ...
+__all__ = ("RichProgress", "use_sink", "current_sink")
 
 
 _SINK: ContextVar[ProgressSink | None] = ContextVar("evalduck_progress_sink", default=None)

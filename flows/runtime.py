@@ -1,7 +1,7 @@
 """What one run changes in its process, owned by the run and handed back after it.
 
 - ``heartbeat_settings``: around a flow call, no flow-run heartbeats on a server of evalduck's own;
-- ``run_scope``: around a run's body, Prefect's routine task-run lines filtered, the judge transport (a
+- ``run_scope``: around a run's body, Prefect's routine task-run lines filtered (engine/quiet.py), the judge transport (a
   leased judge child process, or litellm here), the Dask cluster of runner 'dask', and the garbage
   collector frozen.
 
@@ -21,9 +21,10 @@ from typing import Any
 from evalduck.scorers import JudgeTransport, LiteLLMTransport
 
 from evalduck.flows.engine import RunPlan
+from evalduck.flows.engine.quiet import quiet_task_run_info
 from evalduck.flows.judge_process import leased_judge_process, litellm_settings_made_in_python
 
-__all__ = ("heartbeat_settings", "quiet_task_run_info", "run_scope", "frozen_gc")
+__all__ = ("heartbeat_settings", "run_scope", "frozen_gc")
 
 
 _HEARTBEAT_VARIABLES = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")
@@ -51,33 +52,6 @@ def heartbeat_settings(own_server: bool = False) -> Iterator[None]:
     current = SettingsContext.get()
     with SettingsContext(profile=current.profile if current else None, settings=quiet):  # type: ignore[arg-type]
         yield
-
-
-_CHATTER = ("Created task run ", "Finished in state ")  # at INFO, the latter is only ever a completed state
-
-
-class _DropTaskRunChatter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.levelno == logging.INFO and isinstance(record.msg, str) and record.msg.startswith(_CHATTER))
-
-
-@contextlib.contextmanager
-def quiet_task_run_info() -> Iterator[None]:
-    """Prefect's two routine lines per task run ("Created task run ...", "Finished in state Completed()"
-    or "Cached(...)") are dropped; everything else (a retry, a failed step at ERROR, the flow's own lines)
-    still reaches the console and the API. ~1,600 lines for a 200-item judge-bound run, each formatted,
-    printed, sent and stored; the UI shows every task run and its state without them (docs/benchmarks.md).
-    A level the user set on the ``prefect.task_runs`` logger keeps them."""
-    task_runs = logging.getLogger("prefect.task_runs")
-    if task_runs.level != logging.NOTSET:
-        yield
-        return
-    chatter = _DropTaskRunChatter()
-    task_runs.addFilter(chatter)
-    try:
-        yield
-    finally:
-        task_runs.removeFilter(chatter)
 
 
 @contextlib.contextmanager

@@ -112,10 +112,12 @@ def apply_process_defaults() -> None:
         os.environ.setdefault(key, value)
 
 
-def quiet_console(imported_before: bool = False) -> None:
+def quiet_console() -> None:
     """For the CLI: Prefect's per-task console lines give way to the progress bar and the final table
-    (run logs still reach the Prefect API and UI). Must run before prefect is imported, or
-    ``imported_before`` when the caller re-reads Prefect's logging settings after it (a warm child)."""
-    if "prefect" in sys.modules and not imported_before:
+    (run logs still reach the Prefect API and UI). Must run before prefect is imported, or before
+    ``prefect_settings.refresh_prefect`` in a process whose Prefect the warm starter configured."""
+    from evalduck.flows.prefect_settings import inherited
+
+    if "prefect" in sys.modules and not inherited():
         return
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")

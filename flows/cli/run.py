@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.console import Console, RenderableType
-from rich.table import Table
+from rich.console import Console
 
 from evalduck.flows.cli import app, db_path
 from evalduck.flows.cli.errors import config_error
-from evalduck.flows.cli.fit import console_width, fit
+from evalduck.flows.cli.fit import console_width
 from evalduck.flows.cli.run_checks import calls_models, check_usage
+from evalduck.flows.cli.summary import print_result
 from evalduck.flows.cli.run_stops import (
     Terminated,
     disk_error,
@@ -30,8 +30,7 @@ from evalduck.flows.cli.run_stops import (
     stop_disk,
     stop_locked,
 )
-from evalduck.flows.display import literal, shell_word
-from evalduck.flows.gate import direction_note
+from evalduck.flows.display import literal
 from evalduck.flows.config import DEFAULT_SCORERS, SCORER_ID_HELP
 
 if TYPE_CHECKING:
@@ -40,50 +39,6 @@ if TYPE_CHECKING:
 __all__ = ("run",)
 
 
-def _summary_table(result: Any, console: Console) -> RenderableType:
-    """The run's summary as wide as ``console``: counts and costs give way first, never a scorer id."""
-    named = (" (", result.name, ")") if result.name else ()
-    table = Table(title=literal("run ", result.run_id, *named, style="table.title"), title_justify="left")
-    columns = ["scorer", "mean", "scored", "errored", "skipped", "tokens", "cost $"]
-    previous = {r["scorer_id"]: r for r in (result.comparison or [])}
-    if previous:
-        columns += ["Δ prev", "95% CI"]
-    for col in columns:
-        table.add_column(col, justify="left" if col == "scorer" else "right", no_wrap=col != "scorer")
-    for scorer, s in result.summary["scorers"].items():
-        mean = "–" if s["mean"] is None else f"{s['mean']:.3f}"
-        cost = "–" if s["judge_cost_usd"] is None else f"{s['judge_cost_usd']:.4f}"
-        row: list[Any] = [literal(scorer, direction_note(s)), mean, str(s["scored"]), str(s["errored"]), str(s["skipped"]),
-                          str(s["judge_tokens"]), cost]
-        if previous:
-            c = previous.get(scorer)
-            if c and c.get("mean_delta") is not None:
-                low, high = c.get("ci_low"), c.get("ci_high")
-                ci = f"[{low:+.3f}, {high:+.3f}]" if low is not None and high is not None else "–"
-                row += [f"{c['mean_delta']:+.3f}", ci]
-            else:
-                row += ["–", "–"]
-        table.add_row(*row)
-    return fit(console, table, drop=("tokens", "cost $", "95% CI", "Δ prev", "skipped", "errored"))
-
-
-def _measures(result: Any) -> Table:
-    """What each scorer of the run measures, as the run recorded them (a store it cannot reopen: the prebuilt
-    catalogue's lines)."""
-    from evalduck.flows.cli.results import measures_table
-    from evalduck.flows.measures import scorer_descriptions
-    from evalduck.flows.store import Store, StoreError
-
-    try:
-        config = Store(result.db).run_record(result.run_id).config
-    except (StoreError, OSError, ValueError):
-        config = None
-    scorers = [(sid, s.get("higher_is_better") is not False) for sid, s in result.summary["scorers"].items()]
-    return measures_table(scorers, scorer_descriptions(config))
-
-
-# EvalConfig fields set by an option of another name (the others share theirs), for naming it in errors;
-# tests/cli/test_run_options.py checks that every RunOptions field has its option, with the same default.
 _PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt", "refresh": "no_cache",
                    "target_timeout_s": "target_timeout", "judge_timeout_s": "judge_timeout"}
 
@@ -227,13 +182,13 @@ def run(
 
     \f
     Long only by its signature: one option per RunOptions field (tests/cli/test_run_options.py)."""
+    from evalduck.flows.prefect_settings import refresh_prefect
     from evalduck.flows.settings import apply_process_defaults, quiet_console
-    from evalduck.flows.warm import child as warm_child
 
     apply_process_defaults()
     if not verbose:
-        quiet_console(imported_before=warm_child.active())
-    warm_child.refresh_prefect()  # forked by the warm starter: Prefect's settings from this run's environment
+        quiet_console()
+    refresh_prefect()  # Prefect's settings from this run's environment, if a process before it built them
     if os.getcwd() not in sys.path:  # `--target mymod:fn` finds mymod.py here, as `python -m` would
         sys.path.insert(0, os.getcwd())
     err = Console(stderr=True, soft_wrap=True)
@@ -254,7 +209,7 @@ def run(
         from evalduck.flows.judge_process import prestart
 
         prestart()
-    _print_result(out, err, *_run_on_server(ctx, err, config, ephemeral))
+    print_result(out, err, *_run_on_server(ctx, err, config, ephemeral))
 
 
 def _config(ctx: typer.Context, values: dict[str, Any]) -> EvalConfig:
@@ -308,29 +263,3 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
             if isinstance(exc, (StoreError, ValueError, FailFast, MisconfiguredRun)):
                 stop(err, exc, 1)
             raise
-
-
-def _print_result(out: Console, err: Console, result: Any, api_url: str | None, lasting: bool) -> None:
-    from evalduck.flows.server import ui_url_for
-
-    out.print(_summary_table(result, out))
-    if result.summary["scorers"]:
-        out.print(fit(out, _measures(result)))
-    if result.cache is not None:
-        from evalduck.flows.cli.cache_table import cache_table
-
-        out.print(cache_table(result.cache, out))
-    errored = sum(s["errored"] for s in result.summary["scorers"].values())
-    if errored:
-        ref = shell_word(result.run_id) or result.run_id
-        err.print(literal(f"{errored} cell(s) ended in error: see `evalduck show ", ref, "`", style="yellow"))
-    if lasting and result.flow_run_id:
-        out.print(literal("flow run: ", ui_url_for(api_url), "/runs/flow-run/", result.flow_run_id, style="dim"),
-                  soft_wrap=True)
-    # A command to paste, on one line: the run's name as a shell word, or its id when the name cannot be
-    # pasted as typed (a control character in it).
-    ref = shell_word(result.name or result.run_id) or shell_word(result.run_id) or result.run_id
-    out.print(literal("results in ", result.db, "; try `evalduck show ", ref, "`", style="dim"), soft_wrap=True)
-    if result.report:
-        out.print(literal("report: ", result.report, style="dim"), soft_wrap=True)
-    sys.stdout.flush()

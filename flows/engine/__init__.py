@@ -2,7 +2,8 @@
 
 plan.py (what a run is given), run.py (the run on one event loop), steps.py (where each step runs),
 dispatch.py (where its task runs execute: here or on Dask; portable.py, what a Dask worker is sent),
-batches.py (the one batcher), cells.py (a cell's row), cache_ledger.py (why a step hit or missed the cache).
+batches.py (the one batcher), cells.py (a cell's row), cache_ledger.py (why a step hit or missed the cache),
+quiet.py (Prefect's routine task-run lines dropped).
 """
 
 from __future__ import annotations

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 from evalduck.scorers import JudgeTransport, LiteLLMTransport, Scorer, ScorerInput
 
 from evalduck.flows.config import RunOptions
 from evalduck.flows.datasets import DatasetItem
-from evalduck.flows.progress import ProgressSink
 from evalduck.flows.registry import Skipped
 from evalduck.flows.store import ScoreRow, Store
 from evalduck.flows.targets import Target
@@ -21,7 +20,16 @@ if TYPE_CHECKING:
     from evalduck.flows.engine.dispatch import Dispatch
     from evalduck.flows.engine.portable import PortableScorer
 
-__all__ = ("RunPlan", "ItemResult", "ItemState", "FailFast", "MisconfiguredRun", "StoreWriteError")
+__all__ = ("ProgressSink", "RunPlan", "ItemResult", "ItemState", "FailFast", "MisconfiguredRun", "StoreWriteError")
+
+
+class ProgressSink(Protocol):
+    """Where a run reports its progress (the CLI's terminal bar: flows/progress.py)."""
+
+    def start(self, total: int) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+    def finish(self) -> None: ...
+    def note(self, message: str) -> None: ...
 
 
 class StoreWriteError(RuntimeError):

@@ -251,13 +251,13 @@ def run_task_run(task: Task[..., Any], task_run_id: UUID, parameters: dict[str, 
 
 class QuietTaskRuns(WorkerPlugin):  # type: ignore[misc]
     """On each worker, Prefect's two routine lines per task run dropped, by the flow's own rule
-    (``evalduck.flows.runtime.quiet_task_run_info``): without it a worker prints them on its stderr, which for a
+    (``evalduck.flows.engine.quiet.quiet_task_run_info``): without it a worker prints them on its stderr, which for a
     LocalCluster is the user's terminal."""
 
     name = "evalduck-quiet-task-runs"
 
     def setup(self, worker: Any) -> None:
-        from evalduck.flows.runtime import quiet_task_run_info
+        from evalduck.flows.engine.quiet import quiet_task_run_info
 
         self._quiet = quiet_task_run_info()
         self._quiet.__enter__()

@@ -2,21 +2,25 @@
 as SVG by vl-convert-python, at write time. The page carries no chart script (docs/architecture.md: why).
 
 vl-convert holds the GIL while it draws, and its first call in a process starts its JavaScript runtime
-(~1-3 s here); later calls take ~0.05-0.3 s. One call per chart kind, scorers as facets. A run forked by the
-warm starter has them drawn by the folder's warm renderer instead (flows/warm/renderer.py)."""
+(~1-3 s here); later calls take ~0.05-0.3 s. One call per chart kind, scorers as facets. Whoever has a cheaper
+way to draw hands it in with ``use_drawer`` (a run forked by the warm starter: the folder's renderer,
+flows/warm/renderer.py), so that the report knows no process plumbing."""
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from evalduck.flows.html_report.stats import ScorerStats
 
-__all__ = ("histograms_svg", "trend_svg", "deltas_svg", "small_trend_data_uri", "run_label")
+__all__ = ("Drawer", "draw_in_process", "use_drawer", "histograms_svg", "trend_svg", "deltas_svg",
+           "small_trend_data_uri", "run_label")
+
+Drawer = Callable[[dict[str, Any]], str]  # a Vega-Lite spec -> its SVG
 
 
 @cache
@@ -24,13 +28,25 @@ def _spec(name: str) -> str:
     return (resources.files("evalduck.flows.html_report") / "charts" / f"{name}.vl.json").read_text(encoding="utf-8")
 
 
-def _draw(name: str, values: list[dict[str, Any]]) -> str:
-    """By the folder's warm renderer in a run the warm starter forked (no runtime start to pay), else here."""
-    from evalduck.flows.warm.renderer import draw_svg
+def draw_in_process(spec: dict[str, Any]) -> str:
+    import vl_convert
 
+    return str(vl_convert.vegalite_to_svg(spec))
+
+
+_drawer: Drawer = draw_in_process
+
+
+def use_drawer(draw: Drawer | None) -> None:
+    """Draw this process's charts with ``draw`` (None: here, with vl-convert)."""
+    global _drawer
+    _drawer = draw or draw_in_process
+
+
+def _draw(name: str, values: list[dict[str, Any]]) -> str:
     spec = json.loads(_spec(name))
     spec["data"] = {"values": values}
-    return draw_svg(spec)
+    return _drawer(spec)
 
 
 def run_label(run_id: str, started_at: Any) -> str:

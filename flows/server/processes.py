@@ -103,7 +103,7 @@ def start_starter(
 
     Its environment is this process's (plus ``env``): the variables fixed at its start (PYTHONPATH...) are
     the ones a run must share to be forked from it (flows/warm/wire.py)."""
-    from evalduck.flows.warm.starter import MARKER
+    from evalduck.flows.warm.wire import MARKER
 
     log = state_dir / "warm.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -120,8 +120,7 @@ def ensure_starter(
     state_dir: Path, state: ServeState, env: Mapping[str, str] | None = None, after: int | None = None
 ) -> ServeState:
     """``state`` with a live warm starter: the recorded one, else one started now (and recorded)."""
-    from evalduck.flows.warm.starter import MARKER
-    from evalduck.flows.warm.wire import socket_path
+    from evalduck.flows.warm.wire import MARKER, socket_path
 
     if state.starter_pid is not None and is_alive(state.starter_pid, MARKER):
         return state
@@ -133,7 +132,7 @@ def ensure_starter(
 
 def stop_starter(pid: int) -> str:
     """SIGTERM (it ends at once; the runs it forked die with it), SIGKILL after 5 s."""
-    from evalduck.flows.warm.starter import MARKER
+    from evalduck.flows.warm.wire import MARKER
 
     if not is_alive(pid, MARKER):
         return f"the warm starter (pid {pid}) was not running"

@@ -12,7 +12,7 @@ from evalduck.flows.idle import MARKER as WATCHER_MARKER
 from evalduck.flows.idle import idle_status
 from evalduck.flows.server.processes import is_alive
 from evalduck.flows.server.state import ServeState, read_state
-from evalduck.flows.warm.starter import MARKER as STARTER_MARKER
+from evalduck.flows.warm.wire import MARKER as STARTER_MARKER
 from evalduck.flows.warm.wire import starter_status
 
 __all__ = ("Process", "FolderStatus", "folder_status", "rss_mb", "duration")

@@ -3,7 +3,8 @@
 The child takes the client's environment, working directory, argv, ``sys.path[0]``, stdin/stdout/stderr
 (so rich sees the real terminal), umask, nice value, resource limits, CPU affinity and ignored signals
 (`nohup` keeps a warm run through a SIGHUP as it keeps a run in its own process), rebuilds Prefect's
-settings and logging from that environment (Prefect read them at the starter's import), and then runs the
+settings and logging from that environment (Prefect read them at the starter's import:
+flows/prefect_settings.py), and then runs the
 same code the client would have run in-process:
 the evalduck CLI, or `python -m prefect.engine` for a flow run of the folder's worker. It dies with the
 starter (PR_SET_PDEATHSIG); the starter kills it when the client goes.
@@ -26,28 +27,17 @@ import subprocess
 import sys
 import threading
 import warnings
-from pathlib import Path
 from typing import Any, NoReturn
 
 from evalduck.flows.warm.wire import NotOurs, caller_process, connect_own, recv, send
 
-__all__ = ("active", "announce_run", "become_judge", "die_with_starter", "become_run", "refresh_prefect",
-           "remember_settings", "start_judge_child")
+__all__ = ("announce_run", "become_judge", "die_with_starter", "become_run", "start_judge_child")
 
 _PR_SET_PDEATHSIG = 1
 # The starter's socket, in a child forked for a run (None elsewhere: the Python API and in-process runs).
 _starter_socket: str | None = None
 # The run's client (its socket with the starter, shared): told the run id, to name it if the starter dies.
 _client: socket.socket | None = None
-# What Prefect's settings and logging were last built from (``settings_sources``), set by the starter.
-_settings_built_from: tuple[Any, ...] | None = None
-_PREFECT_FILES = (".env", "prefect.toml", "pyproject.toml")  # read by Prefect's settings from the cwd
-
-
-def active() -> bool:
-    """Whether this process is a run forked by the warm starter (its Prefect was imported before this
-    run's environment was known)."""
-    return _starter_socket is not None
 
 
 def die_with_starter() -> None:
@@ -95,39 +85,6 @@ def _take_signals(ignored: set[int]) -> None:
             signal.signal(sig, signal.SIG_DFL)
 
 
-def settings_sources() -> tuple[Any, ...]:
-    """Everything Prefect's settings and logging configuration are read from: its variables, the working
-    directory and the files it reads there, and the profiles file (by modification time)."""
-    from prefect.settings import get_current_settings
-
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("PREFECT_") or k == "DO_NOT_TRACK")
-    files = [Path(name) for name in _PREFECT_FILES] + [get_current_settings().profiles_path]
-    return (os.getcwd(), env, [(str(p.resolve()), p.stat().st_mtime_ns if p.exists() else None) for p in files])
-
-
-def remember_settings() -> None:
-    """In the starter, after its imports: what its Prefect settings were built from."""
-    global _settings_built_from
-    _settings_built_from = settings_sources()
-
-
-def refresh_prefect() -> None:
-    """In a warm child: Prefect's settings and logging from the current environment, unless they were built
-    from the same sources in the starter (a rebuild costs ~0.5 s here). A no-op elsewhere."""
-    global _settings_built_from
-    if not active():
-        return
-    sources = settings_sources()
-    if sources == _settings_built_from:
-        return
-    import prefect.context
-    import prefect.logging.configuration
-
-    prefect.context.refresh_global_settings_context()
-    prefect.logging.configuration.setup_logging(incremental=False)
-    _settings_built_from = settings_sources()  # the profiles path may have moved with PREFECT_HOME
-
-
 def become_run(
     message: dict[str, Any], fds: list[int], starter_socket: str, client: socket.socket | None = None
 ) -> NoReturn:
@@ -147,6 +104,8 @@ def become_run(
 
     evalduck.flows.eval_flow.run_started = announce_run
     if message["kind"] == "engine":
+        from evalduck.flows.prefect_settings import refresh_prefect
+
         refresh_prefect()  # `evalduck run` does it itself, once it has set its console's log level
     _exit(_run(message["kind"]))
 

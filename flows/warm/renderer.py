@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
+from evalduck.flows.html_report.charts import draw_in_process, use_drawer
 from evalduck.flows.warm.wire import NotOurs, close_fds, connect_own, peer, recv, send
 
 __all__ = ("TIMEOUT_S", "draw_in_process", "draw_svg", "main", "serve", "use_socket")
@@ -39,15 +40,11 @@ _WARM_UP = {"mark": "point", "data": {"values": [{"x": 1}]}, "encoding": {"x": {
 
 
 def use_socket(path: str | None) -> None:
-    """Set in a run the starter forked (flows/warm/child.py): where its renderer listens."""
+    """Set in a run the starter forked (flows/warm/child.py): where its renderer listens; the report's charts
+    are drawn by ``draw_svg`` from then on (None: in-process again)."""
     global _socket
     _socket = path
-
-
-def draw_in_process(spec: dict[str, Any]) -> str:
-    import vl_convert
-
-    return str(vl_convert.vegalite_to_svg(spec))
+    use_drawer(draw_svg if path is not None else None)
 
 
 def draw_svg(spec: dict[str, Any], timeout_s: float = TIMEOUT_S) -> str:

@@ -36,13 +36,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from evalduck.flows.warm.wire import (
-    DEFAULT_PRELOAD_S, PACKAGES_ROOT, apply_process, close_fds, frozen_env, own_folder, peer, recv, send, socket_path,
+    DEFAULT_PRELOAD_S, MARKER, PACKAGES_ROOT, apply_process, close_fds, frozen_env, own_folder, peer, recv, send, socket_path,
     starter_status, write_starter_status,
 )
 
 __all__ = ("MARKER", "PRELOADS", "code_fingerprint", "main")
 
-MARKER = "evalduck.flows.warm.starter"  # in the starter's command line: how a recorded pid is recognised as ours
 # Imported once here instead of in every run: Prefect and its engines (~2-4 s), evalduck's flows, CLI and
 # store, and litellm (~5 s, for the judge children this process forks). Modules whose import starts a
 # thread must not be listed: `main` refuses to serve if one did.
@@ -385,7 +384,7 @@ def _preload() -> float:
     started = time.monotonic()
     for name in PRELOADS:
         importlib.import_module(name)
-    from evalduck.flows.warm.child import remember_settings
+    from evalduck.flows.prefect_settings import remember_settings
     from evalduck.scorers import PREBUILT
     from evalduck.scorers._cache_key import source_digest
 

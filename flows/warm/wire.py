@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = (
+    "MARKER",
     "MAX_MESSAGE",
     "PACKAGES_ROOT",
     "DEFAULT_PRELOAD_S",
@@ -42,6 +43,10 @@ __all__ = (
     "user_folder",
     "write_starter_status",
 )
+
+# In the starter's command line (`python -m` it): how a recorded pid is recognised as ours. Here, not in
+# starter.py, so that what starts and stops the starter (flows/server/) needs no import of its loop.
+MARKER = "evalduck.flows.warm.starter"
 
 # The warm path needs Linux: SO_PEERCRED (who listens on a socket), pidfds, PR_SET_PDEATHSIG. Elsewhere every
 # run goes in its own process.

@@ -308,7 +308,7 @@ def test_the_runs_summary_table_never_cuts_a_scorer_id(columns: int) -> None:
 
     from rich.console import Console
 
-    from evalduck.flows.cli.run import _summary_table
+    from evalduck.flows.cli.summary import summary_table
     from evalduck.flows.report import EvalResult
     from evalduck.scorers import PREBUILT
 
@@ -320,7 +320,7 @@ def test_the_runs_summary_table_never_cuts_a_scorer_id(columns: int) -> None:
                         comparison=[{"scorer_id": sid, "mean_delta": -0.0125, "ci_low": -0.05, "ci_high": 0.025}
                                     for sid in PREBUILT])
     console = Console(width=columns, record=True, file=open(os.devnull, "w"))
-    console.print(_summary_table(result, console))
+    console.print(summary_table(result, console))
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= columns and "…" not in text, text
     assert "errored" in text and "skipped" in text, text  # the counts stay; tokens, cost, the interval go first
