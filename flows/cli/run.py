@@ -18,7 +18,8 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 
 from evalduck.flows.cli import app, db_path
-from evalduck.flows.cli.errors import config_error
+from evalduck.errors import EvalduckError
+from evalduck.flows.cli.errors import FAILURE, config_error, exit_code
 from evalduck.flows.cli.fit import console_width, fit
 from evalduck.flows.cli.run_checks import calls_models, check_usage
 from evalduck.flows.cli.run_stops import (
@@ -274,13 +275,9 @@ def _config(ctx: typer.Context, values: dict[str, Any]) -> EvalConfig:
 def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemeral: bool) -> tuple[Any, str | None, bool]:
     """The run, on the server this folder's runs use; its errors as one line and an exit status."""
     from evalduck.flows.api_watch import lost_line, watch_api
-    from evalduck.flows.datasets import DatasetError
-    from evalduck.flows.engine import FailFast, MisconfiguredRun
     from evalduck.flows.eval_flow import run_eval_config
     from evalduck.flows.progress import RichProgress, use_sink
     from evalduck.flows.runtime import heartbeat_settings
-    from evalduck.flows.store import StoreError, UnknownRunError
-    from evalduck.flows.targets import TargetError
 
     with contextlib.ExitStack() as stack:
         api_url, lasting, ours, auth = _server_for_run(err, ephemeral, stack)
@@ -296,8 +293,6 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
             return watch.result, api_url, False
         except KeyboardInterrupt as exc:  # the run recorded itself as cancelled and said how to resume
             raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
-        except (DatasetError, TargetError, UnknownRunError) as exc:
-            stop(err, exc, 2 if isinstance(exc, UnknownRunError) else 1)
         except Exception as exc:
             locked = lock_error(exc)  # also behind the engine's StoreWriteError
             if locked is not None:
@@ -305,8 +300,8 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
             full = disk_error(exc)  # a full disk, also behind StoreWriteError
             if full is not None:
                 stop_disk(err, full, db_path(ctx))
-            if isinstance(exc, (StoreError, ValueError, FailFast, MisconfiguredRun)):
-                stop(err, exc, 1)
+            if isinstance(exc, (EvalduckError, ValueError)):  # ValueError: e.g. a scorer's bad options
+                stop(err, exc, exit_code(exc) if isinstance(exc, EvalduckError) else FAILURE)
             raise
 
 
