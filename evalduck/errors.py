@@ -13,7 +13,8 @@ class EvalduckError(Exception):
     """Base of every evalduck error a user can see: the scorers', the judge's, the store's, datasets',
     targets', the project file's, the local server's and the run's.
 
-    Its remedy is in its message: ``str(error)`` names the file, option or value concerned and ends with
-    what to do about it, so that the CLI prints it as it is (``error: <message>``). The CLI's exit status for
+    Its remedy is in its message, not in an attribute: ``str(error)`` names the file, option or value
+    concerned and ends with what to do about it where evalduck knows (a DuckDB error passed on may not), so
+    that the CLI prints it as it is (``error: <message>``). The CLI's exit status for
     each member of the family is decided in one place, ``evalduck.flows.cli.errors.exit_code``.
     """

@@ -250,7 +250,7 @@ def run(
         "chunk_size": chunk_size, "progress_every": progress_every, "report": report, "runner": runner,
         "dask_address": dask_address, "workers": workers,
     })
-    check_usage(ctx, err, config)
+    check_usage(ctx, config)
     if config.judge_process and config.runner == "local" and calls_models(config):  # on Dask, workers ask
         from evalduck.flows.judge_process import prestart
 
