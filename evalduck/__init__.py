@@ -10,6 +10,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from evalduck.errors import EvalduckError  # stdlib only: the base of every error evalduck raises
+
 if TYPE_CHECKING:
     from evalduck.flows import EvalConfig, EvalResult, RunOptions, ScorerSpec, run_eval_config, run_evals
     from evalduck.scorers import *  # noqa: F403

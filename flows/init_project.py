@@ -14,6 +14,7 @@ from importlib.resources import files
 from pathlib import Path
 from string import Template
 
+from evalduck.errors import EvalduckError
 from evalduck.flows.project import CONFIG_FILE, PYPROJECT, TOOL_TABLE, _tool_table
 
 __all__ = ("EXAMPLE_DATASET", "InitError", "Init", "project_files", "write_project", "project_name", "SCORERS")
@@ -30,7 +31,7 @@ SCORERS = {  # id: what evalduck.toml says of it
 PREFECT_VERSION = "3.9.1"  # the version prefect.yaml was checked with (pyproject's lower bound)
 
 
-class InitError(RuntimeError):
+class InitError(EvalduckError, RuntimeError):
     """A file `init` would overwrite, or a folder it cannot write: one line naming it."""
 
 

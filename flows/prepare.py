@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalduck.errors import EvalduckError
 from evalduck.scorers import Scorer
 
 from evalduck.flows.config import DEFAULT_SCORERS, RunOptions
@@ -26,7 +27,7 @@ from evalduck.flows.targets import Target, resolve_target
 __all__ = ("Prepared", "Rows", "prepare_run", "load_data", "cache_folder", "CacheDirError")
 
 
-class CacheDirError(ValueError):
+class CacheDirError(EvalduckError, ValueError):
     """The step cache folder cannot be made or written (a file in its path, a read-only disk, no permission)."""
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalduck.errors import EvalduckError
+
 __all__ = ("CONFIG_FILE", "PYPROJECT", "TOOL_TABLE", "Project", "ProjectFileError", "find_project", "project_root",
            "in_project")
 
@@ -23,7 +25,7 @@ PYPROJECT = "pyproject.toml"
 TOOL_TABLE = "tool.evalduck"
 
 
-class ProjectFileError(ValueError):
+class ProjectFileError(EvalduckError, ValueError):
     """A project file that cannot be read or holds a bad key or value: one line naming the file."""
 
 

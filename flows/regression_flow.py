@@ -15,6 +15,7 @@ from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel
 
+from evalduck.errors import EvalduckError
 from evalduck.flows.artifacts import artifact_key, comparison_markdown
 from evalduck.flows.config import DEMO_CONFIG, EvalConfig
 from evalduck.flows.display import md_code, md_text
@@ -25,7 +26,7 @@ from evalduck.flows.redacting_flow import redacting_flow
 __all__ = ("regression_check", "RegressionDetected", "RegressionReport")
 
 
-class RegressionDetected(RuntimeError):
+class RegressionDetected(EvalduckError, RuntimeError):
     """Raised inside the flow so that its run ends Failed, with the regressed scorers in the message."""
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from evalduck.errors import EvalduckError
+
 __all__ = ("ScheduleError", "Switched", "switch_schedules")
 
 
-class ScheduleError(RuntimeError):
+class ScheduleError(EvalduckError, RuntimeError):
     """An unknown deployment (the names there are listed), one without schedules, or an API that refused."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalduck.errors import EvalduckError
 from evalduck.scorers import JudgeSettings, JudgeTransport, canonical_json, complete
 from evalduck.scorers._cache_key import SourceDigest, code_digest
 
@@ -26,7 +27,7 @@ KEY_FORMAT = "evalduck-target-v1"
 DEFAULT_TIMEOUT_S = 120.0
 
 
-class TargetError(ValueError):
+class TargetError(EvalduckError, ValueError):
     """A target string that cannot be resolved: ``spec`` is the target as given, ``problem`` what is wrong."""
 
     def __init__(self, spec: str | None, problem: str) -> None:

@@ -1,4 +1,4 @@
-"""Every error evalduck raises on purpose, under one base, named for what happened."""
+"""The library's errors, under evalduck's one base (`evalduck.errors.EvalduckError`), named for what happened."""
 
 from __future__ import annotations
 
@@ -9,10 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-
-
-class EvalduckError(Exception):
-    """Base of every evalduck error."""
+from evalduck.errors import EvalduckError  # the family's base, shared with evalduck.flows
 
 
 class ConfigError(EvalduckError, ValueError):

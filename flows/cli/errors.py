@@ -7,6 +7,10 @@ option-named sentence, for typer's conversions and for `EvalConfig` alike; a mes
 own for is scorers' `error_rule`, as in `describe_validation`. Messages are printed literally (the values
 in them are the user's: `[/]` is no markup). Only pydantic, rich, scorers and evalduck.flows.display here: no prefect
 import, so a usage error is reported in well under a second.
+
+Every other error of evalduck's family (`evalduck.errors.EvalduckError`) that a command does not handle itself
+is printed as `error: <message>` by the same group, with the exit status `exit_code` gives it: the one table
+of which member of the family is a usage error (2) and which a failure (1).
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ from typing import Any, NoReturn
 import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
+from evalduck.errors import EvalduckError
 from evalduck.scorers import error_hint, error_rule
 from typer.core import TyperGroup
 
 from evalduck.flows.display import literal
 
-__all__ = ("OptionError", "UsageErrorsGroup", "describe", "fail", "label", "value_error", "config_error")
+__all__ = ("OptionError", "UsageErrorsGroup", "describe", "fail", "label", "value_error", "config_error",
+           "USAGE_ERROR", "FAILURE", "exit_code", "print_error")
 
 # click's exception classes, whether typer vendors click (typer._click) or uses the click package.
 _click_exceptions = sys.modules[typer.BadParameter.__module__]
@@ -50,8 +56,28 @@ _KINDS = {
 }
 
 
-class OptionError(ClickUsageError):  # type: ignore[misc, valid-type]
+USAGE_ERROR = 2  # the command line or the project's settings are wrong: fix them and run the same thing again
+FAILURE = 1  # the command ran and failed: its data, a target, the store, a server or the run itself
+
+
+class OptionError(ClickUsageError, EvalduckError):  # type: ignore[misc, valid-type]
     """A usage error whose message already names the option, the value given and the rule (exit 2)."""
+
+
+def exit_code(exc: EvalduckError) -> int:
+    """The exit status of an error of the family that ends a command, decided here for every command: a
+    usage error for the command line, the project file and a run reference that names no run, a failure for
+    the rest. (Reading commands say a store they cannot read is a usage error of --db: results.py.)"""
+    from evalduck.flows.project import ProjectFileError
+    from evalduck.flows.store.errors import UnknownRunError
+
+    return USAGE_ERROR if isinstance(exc, (ClickUsageError, ProjectFileError, UnknownRunError)) else FAILURE
+
+
+def print_error(exc: BaseException, err: Console | None = None) -> None:
+    """An error that is not a usage error, as `error: <message>` on stderr: the message as is, every line."""
+    err = err or Console(stderr=True, soft_wrap=True)
+    err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
 
 
 def fail(message: str, ctx: typer.Context | None = None) -> NoReturn:
@@ -166,11 +192,15 @@ def _reported() -> Iterator[None]:
         raise
     except ClickUsageError as exc:
         show(exc)
-        raise typer.Exit(getattr(exc, "exit_code", 2)) from None
+        raise typer.Exit(getattr(exc, "exit_code", USAGE_ERROR)) from None
+    except EvalduckError as exc:  # one its command left to the family's rule
+        print_error(exc)
+        raise typer.Exit(exit_code(exc)) from None
 
 
 class UsageErrorsGroup(TyperGroup):
-    """The app's group: usage errors from parsing any command, or raised by one, are printed by `show`.
+    """The app's group: usage errors from parsing any command, or raised by one, are printed by `show`; any
+    other error of the family a command raises, by `print_error` with its `exit_code`.
 
     Parsing the group's own options happens in `make_context`; the subcommand's, and the command itself, in
     `invoke`. Both paths raise `typer.Exit`, which typer turns into the exit status (also under CliRunner).

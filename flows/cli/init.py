@@ -15,7 +15,6 @@ from evalduck.flows.cli.errors import label, value_error
 from evalduck.flows.display import literal
 
 _console = Console(highlight=False, soft_wrap=True)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 # The dataset formats evalduck reads (flows/datasets/).
 _FORMATS = (".jsonl", ".json", ".csv", ".parquet")
@@ -60,15 +59,11 @@ def init(
 ) -> None:
     """Make this folder an evalduck project: prefect.yaml, evalduck.toml and evals/ (an example dataset, a
     scorer of your own)."""
-    from evalduck.flows.init_project import Init, InitError, project_name, write_project
+    from evalduck.flows.init_project import Init, project_name, write_project
 
     root = Path(os.getcwd())
     chosen = _dataset(ctx, dataset, root)
-    try:
-        written = write_project(Init(root, project_name(root), chosen, judge_model), force=force)
-    except InitError as exc:
-        _err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
-        raise typer.Exit(1) from None
+    written = write_project(Init(root, project_name(root), chosen, judge_model), force=force)  # InitError: exit 1
     for path in written:
         _console.print(literal("wrote ", str(path.relative_to(root))))
     _console.print(literal("\nNext:\n  evalduck run      # scores ", chosen, " with evalduck.toml's scorers\n"

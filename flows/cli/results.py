@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from evalduck.flows.cli import app, db_path, fail
-from evalduck.flows.cli.errors import label, value_error
+from evalduck.flows.cli.errors import USAGE_ERROR, label, print_error, value_error
 from evalduck.flows.cli.fit import console_width, fit
 from evalduck.flows.display import literal
 from evalduck.flows.gate import direction_note, gate, rule_text
@@ -43,7 +43,6 @@ class _Consoles:
 
 _consoles = _Consoles()
 
-USAGE_ERROR = 2
 REGRESSION = 1
 
 
@@ -63,8 +62,8 @@ def _store(ctx: typer.Context, *, reader: bool = True) -> Iterator[Store]:
                 "note: ", store.path, " cannot be written here, so runs whose process is gone still show `running`: ",
                 ", ".join(store.left_running), style="dim"))
         yield store
-    except StoreError as exc:
-        _consoles.err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
+    except StoreError as exc:  # here a usage error of --db, where a run's store error is a failure (exit_code)
+        print_error(exc, _consoles.err)
         raise typer.Exit(USAGE_ERROR) from exc
 
 

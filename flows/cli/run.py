@@ -17,7 +17,8 @@ import typer
 from rich.console import Console
 
 from evalduck.flows.cli import app, db_path
-from evalduck.flows.cli.errors import config_error
+from evalduck.errors import EvalduckError
+from evalduck.flows.cli.errors import FAILURE, config_error, exit_code
 from evalduck.flows.cli.fit import console_width
 from evalduck.flows.cli.run_checks import calls_models, check_usage
 from evalduck.flows.cli.summary import print_result
@@ -204,7 +205,7 @@ def run(
         "chunk_size": chunk_size, "progress_every": progress_every, "report": report, "runner": runner,
         "dask_address": dask_address, "workers": workers,
     })
-    check_usage(ctx, err, config)
+    check_usage(ctx, config)
     if config.judge_process and config.runner == "local" and calls_models(config):  # on Dask, workers ask
         from evalduck.flows.judge_process import prestart
 
@@ -229,13 +230,9 @@ def _config(ctx: typer.Context, values: dict[str, Any]) -> EvalConfig:
 def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemeral: bool) -> tuple[Any, str | None, bool]:
     """The run, on the server this folder's runs use; its errors as one line and an exit status."""
     from evalduck.flows.api_watch import lost_line, watch_api
-    from evalduck.flows.datasets import DatasetError
-    from evalduck.flows.engine import FailFast, MisconfiguredRun
     from evalduck.flows.eval_flow import run_eval_config
     from evalduck.flows.progress import RichProgress, use_sink
     from evalduck.flows.runtime import heartbeat_settings
-    from evalduck.flows.store import StoreError, UnknownRunError
-    from evalduck.flows.targets import TargetError
 
     with contextlib.ExitStack() as stack:
         api_url, lasting, ours, auth = _server_for_run(err, ephemeral, stack)
@@ -251,8 +248,6 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
             return watch.result, api_url, False
         except KeyboardInterrupt as exc:  # the run recorded itself as cancelled and said how to resume
             raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
-        except (DatasetError, TargetError, UnknownRunError) as exc:
-            stop(err, exc, 2 if isinstance(exc, UnknownRunError) else 1)
         except Exception as exc:
             locked = lock_error(exc)  # also behind the engine's StoreWriteError
             if locked is not None:
@@ -260,6 +255,6 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
             full = disk_error(exc)  # a full disk, also behind StoreWriteError
             if full is not None:
                 stop_disk(err, full, db_path(ctx))
-            if isinstance(exc, (StoreError, ValueError, FailFast, MisconfiguredRun)):
-                stop(err, exc, 1)
+            if isinstance(exc, (EvalduckError, ValueError)):  # ValueError: e.g. a scorer's bad options
+                stop(err, exc, exit_code(exc) if isinstance(exc, EvalduckError) else FAILURE)
             raise

@@ -8,11 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
 from evalduck.flows.cli import db_path, fail
 from evalduck.flows.cli.errors import label, value_error
-from evalduck.flows.cli.run_stops import stop as _stop
 
 if TYPE_CHECKING:
     from evalduck.flows.config import EvalConfig
@@ -21,10 +19,10 @@ if TYPE_CHECKING:
 __all__ = ("check_usage", "calls_models")
 
 
-def check_usage(ctx: typer.Context, err: Console, config: EvalConfig) -> None:
+def check_usage(ctx: typer.Context, config: EvalConfig) -> None:
     """What EvalConfig cannot see: a scorer given twice, the dataset file and its rows, whether the target
     resolves, and whether the run to resume is in the database. Usage errors exit 2; bad rows exit 1."""
-    from evalduck.flows.datasets import DatasetError, DatasetPathError, load_dataset
+    from evalduck.flows.datasets import DatasetPathError, load_dataset
     from evalduck.flows.targets import TargetError, resolve_target
 
     from evalduck.scorers import locate_scorer
@@ -42,23 +40,20 @@ def check_usage(ctx: typer.Context, err: Console, config: EvalConfig) -> None:
             fail(value_error(label(ctx, "scorer"), path, str(exc).removeprefix(f"scorer {path!r}: ")), ctx)
     try:
         dataset = load_dataset(config.dataset)
-    except DatasetPathError as exc:
+    except DatasetPathError as exc:  # other DatasetErrors are the data's fault: exit 1, every bad row (errors.py)
         fail(value_error(label(ctx, "dataset"), config.dataset, exc.problem), ctx)
-    except DatasetError as exc:  # the data's fault, not a usage error: every bad row with its file and line
-        _stop(err, exc, 1)
     try:
         resolve_target(config.target, system_prompt=config.target_system_prompt, api_base=config.target_api_base)
     except TargetError as exc:
         fail(value_error(label(ctx, "target"), exc.spec, exc.problem), ctx)
     if config.resume:
-        _check_resume(ctx, err, db_path(ctx), config.resume, dataset)
+        _check_resume(ctx, db_path(ctx), config.resume, dataset)
 
 
-def _check_resume(ctx: typer.Context, err: Console, db: Path, ref: str, dataset: Dataset) -> None:
+def _check_resume(ctx: typer.Context, db: Path, ref: str, dataset: Dataset) -> None:
     from evalduck.flows.store import (
         DatasetMismatchError,
         Store,
-        StoreError,
         UnknownRunError,
         check_resume_dataset,
     )
@@ -70,10 +65,8 @@ def _check_resume(ctx: typer.Context, err: Console, db: Path, ref: str, dataset:
         store = Store(db)
         check_resume_dataset(store, store.resolve_run(ref), dataset.source, dataset.hash,
                              [i.item_id for i in dataset.items])
-    except (UnknownRunError, DatasetMismatchError) as exc:
-        fail(f"{option}: {exc}", ctx)
-    except StoreError as exc:  # not a DuckDB file, a newer schema, locked: as the run itself would say it
-        _stop(err, exc, 1)
+    except (UnknownRunError, DatasetMismatchError) as exc:  # other StoreErrors (not a DuckDB file, a newer
+        fail(f"{option}: {exc}", ctx)  # schema, locked) end the command as the run itself would (errors.py)
 
 
 def calls_models(config: EvalConfig) -> bool:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
+from evalduck.flows.cli.errors import print_error
 from evalduck.flows.display import literal
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 def stop(err: Console, exc: Exception, code: int) -> NoReturn:
     """An error that is not a usage error (bad rows, the store, the run): its message as is, then exit."""
-    err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
+    print_error(exc, err)
     raise typer.Exit(code) from None
 
 

@@ -29,7 +29,7 @@ Name = Annotated[str, typer.Argument(help="The deployment, e.g. nightly (or flow
 def _switch(name: str, active: bool) -> None:
     from evalduck.flows.folder import project_state_dir
     from evalduck.flows.local_server import recorded_server
-    from evalduck.flows.schedules import ScheduleError, switch_schedules
+    from evalduck.flows.schedules import switch_schedules
     from evalduck.flows.server import client_auth, configured_api_url, read_state
 
     api_url, auth = configured_api_url(), None
@@ -41,12 +41,8 @@ def _switch(name: str, active: bool) -> None:
                                "): start one with `evalduck serve`, or name one with PREFECT_API_URL"))
             raise typer.Exit(1)
         api_url, auth = state.api_url, state.auth
-    try:
-        with client_auth(auth):
-            done = switch_schedules(api_url, name, active)
-    except ScheduleError as exc:
-        _err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
-        raise typer.Exit(1) from None
+    with client_auth(auth):  # a ScheduleError is the family's: `error: ...`, exit 1 (flows/cli/errors.py)
+        done = switch_schedules(api_url, name, active)
     word = "on" if done.active else "off"
     _console.print(literal(done.deployment, ": schedule ", word, " (", "; ".join(done.schedules), ") on ", api_url))
 

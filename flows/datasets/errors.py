@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from evalduck.errors import EvalduckError
+
 __all__ = ("DatasetError", "DatasetPathError")
 
 _MAX_REPORTED = 10
 
 
-class DatasetError(ValueError):
+class DatasetError(EvalduckError, ValueError):
     """A dataset that cannot be used: every problem found, each naming its file and line (or row)."""
 
     def __init__(self, problems: Sequence[str], *, path: str | None = None) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
+from evalduck.errors import EvalduckError
 from evalduck.scorers import JudgeTransport, LiteLLMTransport, Scorer, ScorerInput
 
 from evalduck.flows.config import RunOptions
@@ -32,15 +33,15 @@ class ProgressSink(Protocol):
     def note(self, message: str) -> None: ...
 
 
-class StoreWriteError(RuntimeError):
+class StoreWriteError(EvalduckError, RuntimeError):
     """The store refused the run's results (e.g. the file stayed locked); what was written stays."""
 
 
-class FailFast(RuntimeError):
+class FailFast(EvalduckError, RuntimeError):
     """``fail_fast``: the first cell that ended in error stops the run."""
 
 
-class MisconfiguredRun(RuntimeError):
+class MisconfiguredRun(EvalduckError, RuntimeError):
     """A judge or model request failed the way every request of this run will (``JudgeConfigError``: a bad
     key, an unknown model, an unreachable server, a bad URL): the run stops at the first one instead of
     erroring every cell, one by one, for minutes."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from prefect import Task
 from prefect.states import aget_state_exception
+from evalduck.errors import EvalduckError
 from evalduck.scorers import JudgeConfigError, NotScorable, RunStep, Step, StepContext, StepOutput
 
 from evalduck.flows.datasets import DatasetItem
@@ -26,7 +27,7 @@ from evalduck.flows.tasks import NOT_SCORABLE, RateLimiter, chunk_key, code_chun
 __all__ = ("StepFailed", "StepRunner", "span")
 
 
-class StepFailed(RuntimeError):
+class StepFailed(EvalduckError, RuntimeError):
     """One item's step failed; the message is the cell's error text (it starts with the step's label)."""
 
 

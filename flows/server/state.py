@@ -13,8 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-
-
+from evalduck.errors import EvalduckError
 
 __all__ = (
     "WORK_POOL",
@@ -58,7 +57,7 @@ RUNS_ONLY_SERVICES_OFF = {
 }
 
 
-class ServeError(RuntimeError):
+class ServeError(EvalduckError, RuntimeError):
     """A step of `serve` failed; the message says which and where its log is."""
 
 

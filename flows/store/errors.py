@@ -7,11 +7,13 @@ import os
 import re
 from pathlib import Path
 
+from evalduck.errors import EvalduckError
+
 __all__ = ("StoreError", "UnknownRunError", "SchemaVersionError", "StoreLockedError", "StoreDiskError",
            "disk_refusal", "write_refused")
 
 
-class StoreError(Exception):
+class StoreError(EvalduckError):
     """Base of the store's errors."""
 
 
