@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from evalduck.flows.warm.wire import (
-    DEFAULT_PRELOAD_S, PACKAGES_ROOT, apply_process, close_fds, frozen_env, own_folder, peer, recv, send, socket_path,
-    starter_status, write_starter_status,
+    DEFAULT_PRELOAD_S, PACKAGES_ROOT, SUPPORTED, UNSUPPORTED_WHY, apply_process, close_fds, frozen_env, own_folder, peer,
+    recv, send, socket_path, starter_status, write_starter_status,
 )
 
 __all__ = ("MARKER", "PRELOADS", "code_fingerprint", "main")
@@ -424,6 +424,9 @@ def _check_folder(state_dir: Path) -> None:
 def main(argv: list[str] | None = None) -> NoReturn:
     args = sys.argv[1:] if argv is None else argv
     state_dir = Path(args[0]).resolve()
+    if not SUPPORTED:  # its pidfds, SO_PEERCRED and prctl: ensure_starter starts none there, nor should anyone
+        _log(f"not serving: {UNSUPPORTED_WHY}")
+        sys.exit(1)
     _check_folder(state_dir)  # before the waits and the preloads: a folder that is not ours ends it at once
     previous = starter_status(state_dir) or {}
     expected = previous.get("preload_s") if isinstance(previous.get("preload_s"), (int, float)) else DEFAULT_PRELOAD_S
