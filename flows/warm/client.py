@@ -67,8 +67,7 @@ def run_via_starter(kind: str, args: list[str]) -> int | None:
     except OSError as exc:
         sock.close()
         if verbose or isinstance(exc, NotOurs):  # another user's socket: always said
-            _in_process(f"refused: {exc}" if isinstance(exc, NotOurs)
-                        else f"no warm starter answered at {path}: {exc.strerror or exc}")
+            _in_process(f"refused: {exc}" if isinstance(exc, NotOurs) else _not_answered(state_dir, path, exc))
         return None
     if reply is None or not isinstance(reply.get("started"), int):
         sock.close()
@@ -77,6 +76,14 @@ def run_via_starter(kind: str, args: list[str]) -> int | None:
         return None
     sock.settimeout(None)
     return _stand_in(sock)
+
+
+def _not_answered(state_dir: Path, path: str, exc: OSError) -> str:
+    """Why no starter answered: the reason the recorded one gave when it exited at its start, if it did."""
+    status = starter_status(state_dir) or {}
+    if status.get("phase") == "not serving" and status.get("pid") == recorded_pid(state_dir):
+        return f"the warm starter (pid {status['pid']}) is not serving: {status.get('reason')}"
+    return f"no warm starter answered at {path}: {exc.strerror or exc}"
 
 
 def _connect_when_ready(sock: socket.socket, path: str, verbose: bool) -> None:

@@ -66,7 +66,7 @@ _SUN_PATH_MAX = 100  # sockaddr_un's path is 108 bytes on Linux; keep a margin
 _FROZEN_ENV = (
     "PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONHASHSEED", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
     "PYTHONPLATLIBDIR", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONDEVMODE",
-    "LITELLM_LOCAL_MODEL_COST_MAP",
+    "LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_LOG",  # litellm's log level is read at its import (litellm/_logging.py)
 )
 # What evalduck sets when unset, before any import (flows/settings.py, flows/server.py).
 _DEFAULTED = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -79,7 +79,8 @@ _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "AUTH", "CREDEN
 
 
 # The starter's own account of itself, in the state folder: its pid, its phase ("waiting" for the run that
-# started it, "importing" its preloads since ``since``, "listening"), how long its preloads took
+# started it, "importing" its preloads since ``since``, "listening"; "not serving" and the ``reason``, when it
+# exited at its start), how long its preloads took
 # (``preload_s``, kept for the next starter of the folder as its ``expected_s``) and its chart renderer's pid.
 STATUS_FILE = "warm.json"
 # What the preloads are expected to take when no starter of this folder has done them before (~5-10 s here).

@@ -48,6 +48,8 @@ def test_only_interpreter_start_variables_must_match() -> None:
     assert frozen_env({"PYTHONPATH": "/a", "PREFECT_API_URL": "http://x", "HOME": "/h"}) == {
         "PYTHONPATH": "/a", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     assert frozen_env({}) == frozen_env({"LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    # litellm's log level is fixed at its import in the starter: a run with another one goes in its own process
+    assert frozen_env({"LITELLM_LOG": "ERROR"}) != frozen_env({})
 
 
 def test_a_long_state_folder_gets_a_short_socket_path(tmp_path: Path) -> None:
@@ -314,3 +316,30 @@ def test_verbose_says_why_a_run_asked_no_starter(tmp_path: Path, monkeypatch: py
     assert evalduck.flows.warm.client.run_via_starter("cli", ["-v", "run", "data.jsonl"]) is None
     assert capsys.readouterr().err == (f"evalduck: running in this process (no warm starter is recorded for "
                                        f"{tmp_path} yet)\n")
+
+
+NO_PIDFDS = """import os, sys
+del os.pidfd_open  # a Linux without pidfds: the starter exits at its start
+from evalduck.flows.warm import starter
+starter.main(sys.argv[1:])
+"""
+
+
+def test_verbose_says_why_the_recorded_starter_is_not_serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A starter that exits at its start leaves its reason in warm.json: the next run's `-v` prints it
+    instead of only "no warm starter answered"."""
+    import evalduck.flows.warm.client
+
+    env = {**os.environ, **QUIET}
+    exited = subprocess.run([sys.executable, "-c", NO_PIDFDS, str(tmp_path)], env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert exited.returncode == 1 and "not serving: the warm starter needs Linux" in exited.stderr, exited.stderr
+    (tmp_path / "serve.json").write_text(json.dumps({"starter_socket": str(tmp_path / "warm.sock"),
+                                                     "starter_pid": json.loads((tmp_path / "warm.json").read_text())["pid"]}))
+    monkeypatch.setenv("EVALDUCK_STATE_DIR", str(tmp_path))
+    assert evalduck.flows.warm.client.run_via_starter("cli", ["-v", "run", "data.jsonl"]) is None
+    assert capsys.readouterr().err == ("evalduck: running in this process (the warm starter (pid "
+                                       f"{json.loads((tmp_path / 'serve.json').read_text())['starter_pid']}) is not "
+                                       "serving: the warm starter needs Linux (SO_PEERCRED, pidfds, prctl); this is "
+                                       "linux)\n")
