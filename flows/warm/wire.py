@@ -54,7 +54,9 @@ __all__ = (
 _LINUX_CALLS = ((socket, "SO_PEERCRED"), (os, "pidfd_open"), (os, "memfd_create"), (os, "sched_getaffinity"))
 SUPPORTED = sys.platform == "linux" and all(hasattr(module, name) for module, name in _LINUX_CALLS)
 # What -v says when a run goes in its own process for that reason.
-UNSUPPORTED_WHY = f"the warm starter needs Linux (SO_PEERCRED, pidfds, prctl); this is {sys.platform}"
+_MISSING = [f"{module.__name__}.{name}" for module, name in _LINUX_CALLS if not hasattr(module, name)]
+UNSUPPORTED_WHY = (f"the warm starter needs {', '.join(_MISSING)}, which this Python lacks" if sys.platform == "linux"
+                   else f"the warm starter needs Linux (SO_PEERCRED, pidfds, prctl); this is {sys.platform}")
 
 # One message is one SOCK_SEQPACKET datagram (argv, cwd, the environment): far below the socket's buffer.
 MAX_MESSAGE = 1 << 20

@@ -300,9 +300,9 @@ def test_off_linux_no_starter_is_started_and_runs_go_in_their_own_process(tmp_pa
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert not (state / "warm.log").exists()
-    platform = "darwin" if how == "platform" else "linux"
-    assert done.stderr == ("evalduck: running in this process (the warm starter needs Linux (SO_PEERCRED, pidfds, "
-                           f"prctl); this is {platform})\n")
+    why = ("the warm starter needs Linux (SO_PEERCRED, pidfds, prctl); this is darwin" if how == "platform"
+           else "the warm starter needs os.pidfd_open, which this Python lacks")
+    assert done.stderr == f"evalduck: running in this process ({why})\n"
 
 
 def test_verbose_says_why_a_run_asked_no_starter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -334,12 +334,12 @@ def test_verbose_says_why_the_recorded_starter_is_not_serving(tmp_path: Path, mo
     env = {**os.environ, **QUIET}
     exited = subprocess.run([sys.executable, "-c", NO_PIDFDS, str(tmp_path)], env=env, capture_output=True,
                             text=True, timeout=60)
-    assert exited.returncode == 1 and "not serving: the warm starter needs Linux" in exited.stderr, exited.stderr
-    (tmp_path / "serve.json").write_text(json.dumps({"starter_socket": str(tmp_path / "warm.sock"),
-                                                     "starter_pid": json.loads((tmp_path / "warm.json").read_text())["pid"]}))
+    why = "the warm starter needs os.pidfd_open, which this Python lacks"
+    assert exited.returncode == 1 and f"not serving: {why}" in exited.stderr, exited.stderr
+    pid = json.loads((tmp_path / "warm.json").read_text())["pid"]
+    record = {"starter_socket": str(tmp_path / "warm.sock"), "starter_pid": pid}
+    (tmp_path / "serve.json").write_text(json.dumps(record))
     monkeypatch.setenv("EVALDUCK_STATE_DIR", str(tmp_path))
     assert evalduck.flows.warm.client.run_via_starter("cli", ["-v", "run", "data.jsonl"]) is None
-    assert capsys.readouterr().err == ("evalduck: running in this process (the warm starter (pid "
-                                       f"{json.loads((tmp_path / 'serve.json').read_text())['starter_pid']}) is not "
-                                       "serving: the warm starter needs Linux (SO_PEERCRED, pidfds, prctl); this is "
-                                       "linux)\n")
+    said = capsys.readouterr().err
+    assert said == f"evalduck: running in this process (the warm starter (pid {pid}) is not serving: {why})\n"
