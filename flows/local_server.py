@@ -58,6 +58,7 @@ from evalduck.flows.server import (
     wait_healthy,
     write_state,
 )
+from evalduck.flows.warm.wire import starter_refusal
 
 __all__ = (
     "EPHEMERAL_ENV",
@@ -198,9 +199,11 @@ def local_server(state_dir: Path, say: Callable[[str], None], timeout: float = 1
                 forget_state(state_dir)
                 raise
         state = ensure_watcher(state_dir, state)
+    refused = starter_refusal(state_dir) if state.starter_pid is None else None
+    starter = (f"; later runs reuse it (no warm starter: {refused})" if refused
+               else ", and a warm starter for the next runs; later runs reuse both")
     say(f"Started a local Prefect server for this folder at {state.ui_url} (pid {process.pid}; "
-        f"{login_hint(state_dir)}), and a warm starter for the next runs; later runs reuse both. {_until()}; "
-        "--ephemeral runs without them.")
+        f"{login_hint(state_dir)}){starter}. {_until()}; --ephemeral runs without them.")
     return state
 
 

@@ -101,13 +101,15 @@ def start_starter(
     """Start the folder's warm starter in a session of its own; it logs to ``warm.log`` in ``state_dir``
     and, given ``after`` (a run's pid), imports its preloads only once that run has ended.
 
-    Its environment is this process's (plus ``env``): the variables fixed at its start (PYTHONPATH...) are
+    Its environment is this process's (plus ``env``) scrubbed of keys and credentials (wire.starter_env):
+    it serves many runs, each of which sends its own; the variables fixed at its start (PYTHONPATH...) are
     the ones a run must share to be forked from it (flows/warm/wire.py)."""
     from evalduck.flows.warm.wire import MARKER
+    from evalduck.flows.warm.wire import starter_env as scrubbed
 
     log = state_dir / "warm.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    starter_env = {**os.environ, **QUIET_ENV, **(env or {})}
+    starter_env = scrubbed({**os.environ, **QUIET_ENV, **(env or {})})
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-P", "-m", MARKER, str(state_dir), *(["--after", str(after)] if after else [])],
@@ -119,10 +121,17 @@ def start_starter(
 def ensure_starter(
     state_dir: Path, state: ServeState, env: Mapping[str, str] | None = None, after: int | None = None
 ) -> ServeState:
-    """``state`` with a live warm starter: the recorded one, else one started now (and recorded)."""
-    from evalduck.flows.warm.wire import MARKER, socket_path
+    """``state`` with a live warm starter: the recorded one, else one started now (and recorded); none off
+    Linux or when its sockets' folder is not only this user's (wire.starter_refusal: the runs go in their
+    own processes, and say why)."""
+    from evalduck.flows.warm.wire import MARKER, SUPPORTED, socket_path, starter_refusal
 
     if state.starter_pid is not None and is_alive(state.starter_pid, MARKER):
+        return state
+    if starter_refusal(state_dir) is not None:  # the socket is recorded: a run checks its folder and says why
+        state = state.model_copy(update={"starter_pid": None,
+                                         "starter_socket": str(socket_path(state_dir)) if SUPPORTED else None})
+        write_state(state_dir, state)
         return state
     process = start_starter(state_dir, env, after)
     state = state.model_copy(update={"starter_pid": process.pid, "starter_socket": str(socket_path(state_dir))})

@@ -2,7 +2,8 @@
 stand in for it until it ends.
 
 Nothing is sent before the kernel confirms that the process listening on the socket is this user's
-(SO_PEERCRED): another user's listener at the recorded path gets nothing, and the run goes here. The child
+(SO_PEERCRED), nor to a socket in a folder that is not this user's alone: another user's listener, or
+folder, at the recorded path gets nothing, and the run goes here (said in one line). The child
 gets this process's argv, working directory, environment, umask, nice value, resource limits, CPU affinity,
 ignored signals and its stdin/stdout/stderr themselves (SCM_RIGHTS), so it prints to the same terminal or
 pipe; this process forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGWINCH to the child's process group,
@@ -20,11 +21,13 @@ import signal
 import socket
 import sys
 import time
+from pathlib import Path
 from typing import NoReturn
 
 from evalduck.flows.folder import project_state_dir
 from evalduck.flows.warm.wire import (
-    SUPPORTED, NotOurs, caller_process, connect_own, identity, recorded_pid, recorded_socket, recv, send, starter_status,
+    SUPPORTED, UNSUPPORTED_WHY, NotOurs, caller_process, connect_own, folder_refusal, identity, recorded_pid,
+    recorded_socket, recv, send, starter_status,
 )
 
 __all__ = ("exit_like", "run_via_starter")
@@ -41,10 +44,18 @@ def run_via_starter(kind: str, args: list[str]) -> int | None:
     """Run ``args`` (``kind`` "cli": the evalduck CLI; "engine": `python -m prefect.engine`) in a child of
     this folder's warm starter and return its exit code (negative: the signal that ended it); None when
     there is no starter to use, before anything ran."""
-    path = recorded_socket(project_state_dir())
-    if path is None or not SUPPORTED:
-        return None
+    state_dir = project_state_dir()
+    path = recorded_socket(state_dir)
     verbose = kind == "cli" and any(arg in ("-v", "--verbose") for arg in args)
+    if not SUPPORTED or path is None:
+        if verbose:
+            _in_process(UNSUPPORTED_WHY if not SUPPORTED else f"no warm starter is recorded for {state_dir} yet")
+        return None
+    folder = Path(path).parent
+    refused = None if folder == state_dir else folder_refusal(folder)
+    if refused is not None:  # another user could have swapped the socket there: always said
+        _in_process(f"refused: {refused}")
+        return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         sock.settimeout(_REPLY_TIMEOUT_S)
@@ -56,8 +67,7 @@ def run_via_starter(kind: str, args: list[str]) -> int | None:
     except OSError as exc:
         sock.close()
         if verbose or isinstance(exc, NotOurs):  # another user's socket: always said
-            _in_process(f"refused: {exc}" if isinstance(exc, NotOurs)
-                        else f"no warm starter answered at {path}: {exc.strerror or exc}")
+            _in_process(f"refused: {exc}" if isinstance(exc, NotOurs) else _not_answered(state_dir, path, exc))
         return None
     if reply is None or not isinstance(reply.get("started"), int):
         sock.close()
@@ -66,6 +76,14 @@ def run_via_starter(kind: str, args: list[str]) -> int | None:
         return None
     sock.settimeout(None)
     return _stand_in(sock)
+
+
+def _not_answered(state_dir: Path, path: str, exc: OSError) -> str:
+    """Why no starter answered: the reason the recorded one gave when it exited at its start, if it did."""
+    status = starter_status(state_dir) or {}
+    if status.get("phase") == "not serving" and status.get("pid") == recorded_pid(state_dir):
+        return f"the warm starter (pid {status['pid']}) is not serving: {status.get('reason')}"
+    return f"no warm starter answered at {path}: {exc.strerror or exc}"
 
 
 def _connect_when_ready(sock: socket.socket, path: str, verbose: bool) -> None:

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from evalduck.flows.warm.wire import (
-    DEFAULT_PRELOAD_S, MARKER, PACKAGES_ROOT, apply_process, close_fds, frozen_env, own_folder, peer, recv, send, socket_path,
-    starter_status, write_starter_status,
+    DEFAULT_PRELOAD_S, MARKER, PACKAGES_ROOT, SUPPORTED, UNSUPPORTED_WHY, apply_process, close_fds, frozen_env,
+    own_folder, peer, recv, send, socket_path, starter_status, write_starter_status,
 )
 
 __all__ = ("MARKER", "PRELOADS", "code_fingerprint", "main")
@@ -416,13 +416,23 @@ def _check_folder(state_dir: Path) -> None:
         if folder != state_dir:
             own_folder(folder)
     except OSError as exc:
-        _log(f"not serving: {exc}")
-        sys.exit(1)
+        _not_serving(state_dir, str(exc))
+
+
+def _not_serving(state_dir: Path, why: str) -> NoReturn:
+    """Exit, saying why in the log and in the status file (a client's `-v` prints it); the last import time
+    is kept for the folder's next starter."""
+    _log(f"not serving: {why}")
+    kept = {k: v for k, v in (starter_status(state_dir) or {}).items() if k == "preload_s"}
+    write_starter_status(state_dir, phase="not serving", reason=why, **kept)
+    sys.exit(1)
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
     args = sys.argv[1:] if argv is None else argv
     state_dir = Path(args[0]).resolve()
+    if not SUPPORTED:  # its pidfds, SO_PEERCRED and prctl: ensure_starter starts none there, nor should anyone
+        _not_serving(state_dir, UNSUPPORTED_WHY)
     _check_folder(state_dir)  # before the waits and the preloads: a folder that is not ours ends it at once
     previous = starter_status(state_dir) or {}
     expected = previous.get("preload_s") if isinstance(previous.get("preload_s"), (int, float)) else DEFAULT_PRELOAD_S
@@ -436,8 +446,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     took = _preload()
     threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
     if threads:
-        _log(f"not serving: the preloads started threads {threads}, which a forked child would inherit broken")
-        sys.exit(1)
+        _not_serving(state_dir, f"the preloads started threads {threads}, which a forked child would inherit broken")
 
     def stop(_signum: int, _frame: object) -> None:
         raise SystemExit(0)

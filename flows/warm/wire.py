@@ -15,6 +15,7 @@ import stat
 import struct
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,13 @@ __all__ = (
     "DEFAULT_PRELOAD_S",
     "STATUS_FILE",
     "SUPPORTED",
+    "UNSUPPORTED_WHY",
     "NotOurs",
     "apply_process",
     "caller_process",
     "close_fds",
     "connect_own",
+    "folder_refusal",
     "frozen_env",
     "identity",
     "own_folder",
@@ -39,6 +42,8 @@ __all__ = (
     "recv",
     "send",
     "socket_path",
+    "starter_env",
+    "starter_refusal",
     "starter_status",
     "user_folder",
     "write_starter_status",
@@ -50,7 +55,13 @@ MARKER = "evalduck.flows.warm.starter"
 
 # The warm path needs Linux: SO_PEERCRED (who listens on a socket), pidfds, PR_SET_PDEATHSIG. Elsewhere every
 # run goes in its own process.
-SUPPORTED = sys.platform == "linux" and hasattr(socket, "SO_PEERCRED") and hasattr(os, "pidfd_open")
+# Every Linux-only call of the warm path (starter, client, child, renderer) is behind this one flag.
+_LINUX_CALLS = ((socket, "SO_PEERCRED"), (os, "pidfd_open"), (os, "memfd_create"), (os, "sched_getaffinity"))
+SUPPORTED = sys.platform == "linux" and all(hasattr(module, name) for module, name in _LINUX_CALLS)
+# What -v says when a run goes in its own process for that reason.
+_MISSING = [f"{module.__name__}.{name}" for module, name in _LINUX_CALLS if not hasattr(module, name)]
+UNSUPPORTED_WHY = (f"the warm starter needs {', '.join(_MISSING)}, which this Python lacks" if sys.platform == "linux"
+                   else f"the warm starter needs Linux (SO_PEERCRED, pidfds, prctl); this is {sys.platform}")
 
 # One message is one SOCK_SEQPACKET datagram (argv, cwd, the environment): far below the socket's buffer.
 MAX_MESSAGE = 1 << 20
@@ -62,14 +73,21 @@ _SUN_PATH_MAX = 100  # sockaddr_un's path is 108 bytes on Linux; keep a margin
 _FROZEN_ENV = (
     "PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONHASHSEED", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
     "PYTHONPLATLIBDIR", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONDEVMODE",
-    "LITELLM_LOCAL_MODEL_COST_MAP",
+    "LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_LOG",  # litellm's log level is read at its import (litellm/_logging.py)
 )
 # What evalduck sets when unset, before any import (flows/settings.py, flows/server.py).
 _DEFAULTED = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+# The starter's own environment (``starter_env``): what an interpreter needs to start and import, and what
+# Prefect, litellm and evalduck read at import; never the starting run's keys (each run sends its own).
+_STARTER_NAMES = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR",
+                            "TEMP", "TMP", "VIRTUAL_ENV", "LD_LIBRARY_PATH", "DO_NOT_TRACK", *_FROZEN_ENV})
+_STARTER_PREFIXES = ("LC_", "XDG_", "PYTHON", "PREFECT_", "EVALDUCK_", "LITELLM_")
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "AUTH", "CREDENTIAL", "COOKIE")
 
 
 # The starter's own account of itself, in the state folder: its pid, its phase ("waiting" for the run that
-# started it, "importing" its preloads since ``since``, "listening"), how long its preloads took
+# started it, "importing" its preloads since ``since``, "listening"; "not serving" and the ``reason``, when it
+# exited at its start), how long its preloads took
 # (``preload_s``, kept for the next starter of the folder as its ``expected_s``) and its chart renderer's pid.
 STATUS_FILE = "warm.json"
 # What the preloads are expected to take when no starter of this folder has done them before (~5-10 s here).
@@ -123,12 +141,45 @@ def own_folder(folder: Path) -> None:
         os.chmod(folder, 0o700)  # ours, just made: 0700 whatever the umask took from it
     except FileExistsError:
         pass
-    info = os.lstat(folder)
+    why = folder_refusal(folder)
+    if why is not None:
+        raise NotOurs(why)
+
+
+def folder_refusal(folder: Path) -> str | None:
+    """Why ``folder`` must not hold a starter's socket (another user's, open to others, not a real folder),
+    or None: it is this user's alone, or missing (the starter makes it). Read only, for a run before it
+    connects or starts a starter."""
+    try:
+        info = os.lstat(folder)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{folder} cannot be read ({exc.strerror}): nothing of evalduck's is made or used there"
     if not stat.S_ISDIR(info.st_mode):
-        raise NotOurs(f"{folder} is not a folder (a symlink?): no socket is made there")
+        return f"{folder} is not a folder (a symlink?): nothing of evalduck's is made or used there; remove it"
     if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) != 0o700:
-        raise NotOurs(f"{folder} belongs to uid {info.st_uid} with mode {stat.S_IMODE(info.st_mode):o}, not to "
-                      f"this user (uid {os.getuid()}) with mode 700: no socket is made there; remove it")
+        return (f"{folder} belongs to uid {info.st_uid} with mode {stat.S_IMODE(info.st_mode):o}, not to this user "
+                f"(uid {os.getuid()}) with mode 700: nothing of evalduck's is made or used there; remove it")
+    return None
+
+
+def starter_refusal(state_dir: Path) -> str | None:
+    """Why this folder's runs cannot have a warm starter here (not Linux; its sockets' folder is not only
+    this user's), or None."""
+    if not SUPPORTED:
+        return UNSUPPORTED_WHY
+    folder = socket_path(state_dir).parent
+    return None if folder == state_dir else folder_refusal(folder)
+
+
+def starter_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` scrubbed for a starter: the variables an interpreter and the preloads read at start
+    (``_STARTER_NAMES``, ``_STARTER_PREFIXES``), none whose name says it holds a secret (provider API keys,
+    PREFECT_API_AUTH_STRING, tokens): the starter lives for many runs, and each run sends its own."""
+    return {name: value for name, value in env.items()
+            if (name in _STARTER_NAMES or name.startswith(_STARTER_PREFIXES))
+            and not any(word in name.upper() for word in _SECRET_WORDS)}
 
 
 def peer(sock: socket.socket) -> tuple[int, int]:

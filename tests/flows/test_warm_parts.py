@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,8 @@ def test_only_interpreter_start_variables_must_match() -> None:
     assert frozen_env({"PYTHONPATH": "/a", "PREFECT_API_URL": "http://x", "HOME": "/h"}) == {
         "PYTHONPATH": "/a", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     assert frozen_env({}) == frozen_env({"LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    # litellm's log level is fixed at its import in the starter: a run with another one goes in its own process
+    assert frozen_env({"LITELLM_LOG": "ERROR"}) != frozen_env({})
 
 
 def test_a_long_state_folder_gets_a_short_socket_path(tmp_path: Path) -> None:
@@ -130,7 +134,7 @@ def test_the_starter_refuses_a_socket_folder_that_is_not_only_its_users(tmp_path
     started = subprocess.run([sys.executable, "-P", "-m", "evalduck.flows.warm.starter", str(state)], env=env,
                              capture_output=True, text=True, timeout=60)
     assert started.returncode == 1 and "not serving:" in started.stderr, started.stderr
-    assert "no socket is made there" in started.stderr
+    assert "nothing of evalduck's is made or used there" in started.stderr
     assert not any(folder.iterdir())
 
 
@@ -175,3 +179,167 @@ def test_off_linux_the_command_never_asks_a_starter(tmp_path: Path, monkeypatch:
         monkeypatch.setattr(evalduck.flows.warm.client, "SUPPORTED", False)
         assert evalduck.flows.warm.client.run_via_starter("cli", ["run", "data.jsonl"]) is None
         assert select.select([listener], [], [], 0)[0] == []  # nobody connected
+
+
+# --- the warm starter reviewed (issue 25 item 4) ------------------------------------------------------------
+
+def _others_folder(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A project path too long for a socket, whose sockets' folder ``<temp dir>/evalduck-<uid>`` another user
+    (nobody) made first; the state folder and the environment that points the temp dir there."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    folder = temp / f"evalduck-{os.getuid()}"
+    folder.mkdir(mode=0o700)
+    os.chown(folder, NOBODY, NOBODY)
+    state = tmp_path / ("long-project-folder-name-" * 4) / ".evalduck"
+    state.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "CI", "EVALDUCK_EPHEMERAL")}
+    env.update(QUIET, TMPDIR=str(temp), EVALDUCK_STATE_DIR=str(state))
+    return state, folder, env
+
+
+ENSURE = """import json, os, sys, pathlib
+from evalduck.flows.server.processes import ensure_starter
+from evalduck.flows.server.state import ServeState
+state = ensure_starter(pathlib.Path(sys.argv[1]), ServeState(api_url="", ui_url="", project_dir=os.getcwd()))
+print(json.dumps({"pid": state.starter_pid, "socket": state.starter_socket}))
+"""
+
+
+def test_a_sockets_folder_another_user_made_gets_no_starter_and_no_request(tmp_path: Path) -> None:
+    """The folder's run finds ``<temp dir>/evalduck-<uid>`` made by another user: no starter is started for
+    it, and `evalduck run` (here even with a listener of this user's in that folder, which the other user
+    could have swapped for theirs) sends nothing there and says why in one line, then runs here."""
+    state, folder, env = _others_folder(tmp_path)
+    ensured = subprocess.run([sys.executable, "-c", ENSURE, str(state)], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=60)
+    recorded = json.loads(ensured.stdout)
+    assert recorded["pid"] is None and Path(recorded["socket"]).parent == folder, ensured.stdout + ensured.stderr
+    assert not (state / "warm.log").exists()  # no starter process was even started
+    import select
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as listener:
+        listener.bind(recorded["socket"])
+        listener.listen(1)
+        done = subprocess.run([CLI, "run", "missing.jsonl", "-s", "tone-scorer"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert select.select([listener], [], [], 0)[0] == [], "nobody connected"
+    (line,) = [line for line in done.stderr.splitlines() if "running in this process" in line]
+    assert line.startswith("evalduck: running in this process (refused: ") and str(folder) in line
+    assert f"belongs to uid {NOBODY} with mode 700" in line and line.endswith("remove it)")
+    assert done.returncode != 0 and "missing.jsonl" in done.stderr  # the run itself went on here, and stopped
+
+
+def test_the_starter_gets_no_keys_of_the_run_that_started_it(tmp_path: Path) -> None:
+    """A starter lives for many runs: the first run's provider keys and server credentials stay out of its
+    environment (each run sends its own); what an interpreter and the preloads read at start stays in."""
+    from evalduck.flows.server.processes import start_starter
+
+    keys = {"OPENAI_API_KEY": "sk-1", "ANTHROPIC_API_KEY": "sk-2", "AWS_SECRET_ACCESS_KEY": "s3",
+            "PREFECT_API_AUTH_STRING": "admin:pw", "PREFECT_API_KEY": "pnu", "GITHUB_TOKEN": "ghp", "MY_PASSWORD": "p"}
+    kept = {"PREFECT_LOGGING_LEVEL": "WARNING", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "EVALDUCK_IDLE_TIMEOUT": "5"}
+    waited = subprocess.Popen(["sleep", "60"])  # the starter waits for this "run" before its preloads
+    try:
+        starter = start_starter(tmp_path, {**keys, **kept}, after=waited.pid)
+        try:
+            wait = time.monotonic() + 30
+            while (json.loads((tmp_path / "warm.json").read_text()).get("phase") if (tmp_path / "warm.json").exists()
+                   else None) != "waiting":
+                assert time.monotonic() < wait and starter.poll() is None, (tmp_path / "warm.log").read_text()
+                time.sleep(0.05)
+            raw = Path(f"/proc/{starter.pid}/environ").read_bytes().split(b"\0")
+            env = dict(item.decode().split("=", 1) for item in raw if item)
+        finally:
+            os.killpg(starter.pid, signal.SIGKILL)
+            starter.wait()
+    finally:
+        waited.kill()
+        waited.wait()
+    assert not set(keys) & set(env), sorted(set(keys) & set(env))
+    assert {name: env.get(name) for name in kept} == kept
+    assert env["PATH"] == os.environ["PATH"] and env["DO_NOT_TRACK"] == "1"
+
+
+OFF_LINUX = """import json, os, select, socket, sys, pathlib
+how, state = sys.argv[1], pathlib.Path(sys.argv[2])
+# The server's modules first, with the real platform: the standard library's and pydantic's own macOS
+# branches are not what is tested; then the warm modules imported again as on the other platform.
+from evalduck.flows.server.processes import ensure_starter
+from evalduck.flows.server.state import ServeState
+if how == "platform":
+    sys.platform = "darwin"
+else:
+    del os.pidfd_open  # a Linux without pidfds
+for name in [name for name in sys.modules if name.startswith("evalduck.flows.warm")]:
+    del sys.modules[name]
+from evalduck.flows.warm import child, client, renderer, starter, wire  # every module imports there
+assert not wire.SUPPORTED
+ensured = ensure_starter(state, ServeState(api_url="", ui_url="", project_dir=os.getcwd()))
+assert (ensured.starter_pid, ensured.starter_socket) == (None, None), ensured
+assert client.run_via_starter("cli", ["-v", "run", "data.jsonl"]) is None  # no record: said under -v
+sock = state / "warm.sock"
+(state / "serve.json").write_text(json.dumps({"starter_socket": str(sock)}))
+with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as listener:
+    listener.bind(str(sock))
+    listener.listen(1)
+    assert client.run_via_starter("cli", ["run", "data.jsonl"]) is None  # without -v: nothing said
+    assert client.run_via_starter("engine", ["flow-run-id"]) is None
+    assert select.select([listener], [], [], 0)[0] == [], "nobody connected"
+"""
+
+
+@pytest.mark.parametrize("how", ["platform", "capability"])
+def test_off_linux_no_starter_is_started_and_runs_go_in_their_own_process(tmp_path: Path, how: str) -> None:
+    """sys.platform "darwin" (or a Linux without pidfds): no starter is started for the folder, a run asks
+    none, and `-v` says why; the process then runs the command itself, as without a starter."""
+    state = tmp_path / ".evalduck"
+    state.mkdir()
+    env = {**os.environ, **QUIET, "EVALDUCK_STATE_DIR": str(state)}
+    done = subprocess.run([sys.executable, "-c", OFF_LINUX, how, str(state)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (state / "warm.log").exists()
+    why = ("the warm starter needs Linux (SO_PEERCRED, pidfds, prctl); this is darwin" if how == "platform"
+           else "the warm starter needs os.pidfd_open, which this Python lacks")
+    assert done.stderr == f"evalduck: running in this process ({why})\n"
+
+
+def test_verbose_says_why_a_run_asked_no_starter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A folder whose record names no starter yet (its first run): `-v` says so; without -v nothing."""
+    import evalduck.flows.warm.client
+
+    monkeypatch.setenv("EVALDUCK_STATE_DIR", str(tmp_path))
+    assert evalduck.flows.warm.client.run_via_starter("cli", ["run", "data.jsonl"]) is None
+    assert capsys.readouterr().err == ""
+    assert evalduck.flows.warm.client.run_via_starter("cli", ["-v", "run", "data.jsonl"]) is None
+    assert capsys.readouterr().err == (f"evalduck: running in this process (no warm starter is recorded for "
+                                       f"{tmp_path} yet)\n")
+
+
+NO_PIDFDS = """import os, sys
+del os.pidfd_open  # a Linux without pidfds: the starter exits at its start
+from evalduck.flows.warm import starter
+starter.main(sys.argv[1:])
+"""
+
+
+def test_verbose_says_why_the_recorded_starter_is_not_serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A starter that exits at its start leaves its reason in warm.json: the next run's `-v` prints it
+    instead of only "no warm starter answered"."""
+    import evalduck.flows.warm.client
+
+    env = {**os.environ, **QUIET}
+    exited = subprocess.run([sys.executable, "-c", NO_PIDFDS, str(tmp_path)], env=env, capture_output=True,
+                            text=True, timeout=60)
+    why = "the warm starter needs os.pidfd_open, which this Python lacks"
+    assert exited.returncode == 1 and f"not serving: {why}" in exited.stderr, exited.stderr
+    pid = json.loads((tmp_path / "warm.json").read_text())["pid"]
+    record = {"starter_socket": str(tmp_path / "warm.sock"), "starter_pid": pid}
+    (tmp_path / "serve.json").write_text(json.dumps(record))
+    monkeypatch.setenv("EVALDUCK_STATE_DIR", str(tmp_path))
+    assert evalduck.flows.warm.client.run_via_starter("cli", ["-v", "run", "data.jsonl"]) is None
+    said = capsys.readouterr().err
+    assert said == f"evalduck: running in this process (the warm starter (pid {pid}) is not serving: {why})\n"
