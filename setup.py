@@ -1,6 +1,6 @@
 """The package layout, which pyproject.toml cannot say: flows/ and scorers/ install as evalduck.flows and
 evalduck.scorers, with every subpackage found (so a new folder needs no edit here). Namespace packages
-too: the report's data folders (html_report/charts, templates) are packages of data files to setuptools,
+too: the report's data folders (report/html/charts, templates) are packages of data files to setuptools,
 which warns at every install when they are not listed."""
 
 from setuptools import find_namespace_packages, setup

@@ -3,7 +3,7 @@
 # demo dataset four times in a fresh folder (the first starts the folder's Prefect server), twice with
 # EVALDUCK_EPHEMERAL=1 (Prefect's temporary server), then a judge-bound run (200 items, fake judge with 1 s
 # latency in another process, concurrency 16) three times and once ephemeral. Wall time of each process.
-# A demo run starts right after the previous one; the folder's warm starter (flows/warm/) imports its
+# A demo run starts right after the previous one; the folder's warm starter (flows/local/warm/) imports its
 # preloads once the run that started it has ended, so the second demo run may still run in-process.
 #   bash bench/bench_cli_runs.sh
 set -euo pipefail

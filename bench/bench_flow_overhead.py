@@ -22,7 +22,7 @@ from prefect.context import AsyncClientContext  # noqa: E402
 from evalduck.scorers import StepOutput  # noqa: E402
 
 from evalduck.flows.config import RunOptions  # noqa: E402
-from evalduck.flows.tasks import Job, StepCacheKey, judge_step_task  # noqa: E402
+from evalduck.flows.engine.tasks import Job, StepCacheKey, judge_step_task  # noqa: E402
 
 WORK = Path(tempfile.mkdtemp(prefix="evalduck-bench-overhead-"))
 

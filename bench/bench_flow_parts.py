@@ -24,7 +24,7 @@ from prefect.context import AsyncClientContext  # noqa: E402
 from evalduck.scorers import Step, StepOutput, create_answer_relevancy_scorer  # noqa: E402
 
 from evalduck.flows.config import RunOptions  # noqa: E402
-from evalduck.flows.tasks import Job, judge_step_task  # noqa: E402
+from evalduck.flows.engine.tasks import Job, judge_step_task  # noqa: E402
 
 CONCURRENCY, LATENCY = 16, 1.0
 

@@ -1,4 +1,4 @@
-"""The judge child's warm-up (flows/judge_child.py ``_warm_up``: one mock litellm completion before it serves)
+"""The judge child's warm-up (flows/judge/child.py ``_warm_up``: one mock litellm completion before it serves)
 with and without litellm's lazily imported modules imported first, each in a fresh process, alternated. Tells
 what preloading those modules (e.g. in the warm starter) would save a judge run's first requests. Results go
 to docs/benchmarks.md by hand.
@@ -25,7 +25,7 @@ for name in first:
     importlib.import_module(name)
 imported = time.perf_counter() - started
 before = set(sys.modules)
-from evalduck.flows.judge_child import _warm_up
+from evalduck.flows.judge.child import _warm_up
 started = time.perf_counter()
 asyncio.run(_warm_up())
 print(json.dumps({"import_s": imported, "warm_up_s": time.perf_counter() - started, "threads": threading.active_count(),

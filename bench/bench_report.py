@@ -38,7 +38,7 @@ _WRITE = """
 import json, sys, time
 from pathlib import Path
 from evalduck.flows.store import Store
-from evalduck.flows.html_report import write_report
+from evalduck.flows.report.html import write_report
 store = Store(sys.argv[1])
 figures = []
 for k in range(2):

@@ -1,6 +1,6 @@
 """Time the local installation (`evalduck serve`) and one deployment run through its worker.
 
-Phases of `evalduck.flows.server.serve` on a fresh PREFECT_HOME (server start to /api/health, work pool,
+Phases of `evalduck.flows.local.install.serve` on a fresh PREFECT_HOME (server start to /api/health, work pool,
 `prefect deploy --all`, worker start), then `--runs` runs of the `demo` deployment created through the
 API as the UI's Run button does (created -> Running = worker pickup + process start + imports;
 Running -> Completed = the eval itself), then `stop`. With a warm starter (this code) the runs begin once it
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from evalduck.flows.server import ServeOptions, serve, stop
+from evalduck.flows.local.install import ServeOptions, serve, stop
 
 REPO = Path(__file__).resolve().parents[1]
 

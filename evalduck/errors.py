@@ -1,7 +1,7 @@
 """The base of every error evalduck raises on purpose, so that a caller can catch them all with one class.
 
 Only the standard library here: the library (``evalduck.scorers``), the flows and the launcher's
-stdlib-only start (``evalduck.flows.project``) all import it.
+stdlib-only start (``evalduck.flows.project.root``) all import it.
 """
 
 from __future__ import annotations

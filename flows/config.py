@@ -11,10 +11,10 @@ from pydantic_core import PydanticCustomError
 from evalduck.scorers import PREBUILT, ConfigError, describe_validation, did_you_mean
 
 from evalduck.flows.run_form import ADVANCED, shape_run_form
-from evalduck.flows.settings import default_cache_dir  # here too: where the flow has always found it
+
 
 __all__ = ("EvalConfig", "RunOptions", "bind_options", "ScorerSpec", "SCORER_IDS", "SCORER_ID_HELP", "is_import_path",
-           "DEFAULT_SCORERS", "DEMO_CONFIG", "default_cache_dir")
+           "DEFAULT_SCORERS", "DEMO_CONFIG")
 
 SCORER_IDS: tuple[str, ...] = tuple(PREBUILT)
 # SCORERS.md 0.6: the default set stays the three seeds.

@@ -1,8 +1,8 @@
 """The eval flows: ``run_evals`` (the Python API, SPEC 4) and ``run_eval_config`` (one EvalConfig parameter:
 the deployment entrypoint, rendered as a form in the Prefect UI).
 
-A run is prepare (flows/prepare.py: inputs checked, run started, planned), execute (flows/engine/), report
-(flows/report.py: artifacts, the result), inside the run's scope (flows/runtime.py). ``run_evals`` is a
+A run is prepare (flows/run/prepare.py: inputs checked, run started, planned), execute (flows/engine/), report
+(flows/run/finish.py: artifacts, the result), inside the run's scope (flows/run/scope.py). ``run_evals`` is a
 synchronous flow whose body runs one event loop: target and judge steps are async tasks awaited on it (one
 HTTP client context for all task runs). In-memory rows never travel as a flow parameter: the flow reports
 them to the API as a short description, so any number of rows works (Prefect refuses parameters over 512 KiB).
@@ -22,25 +22,25 @@ from prefect.exceptions import TerminationSignal
 from prefect.settings import get_current_settings
 from evalduck.scorers import ConfigError, JudgeTransport, Scorer, run_sync
 
-from evalduck.flows.api_console import end_promptly, print_summary, shown_run
-from evalduck.flows.api_watch import keep_result
-from evalduck.flows.artifacts import ProgressArtifact, artifact_key
+from evalduck.flows.run.console import end_promptly, print_summary, shown_run
+from evalduck.flows.run.watch import keep_result
+from evalduck.flows.report.artifacts import ProgressArtifact, artifact_key
 from evalduck.flows.config import DEFAULT_SCORERS, DEMO_CONFIG, EvalConfig, RunOptions, ScorerSpec, bind_options
-from evalduck.flows.datasets import Dataset
+from evalduck.flows.inputs.datasets import Dataset
 from evalduck.flows.engine import FailFast, ItemResult, execute
 from evalduck.flows.engine.cache_ledger import cache_summary
-from evalduck.flows.local_server import reuse_recorded_server
-from evalduck.flows.prepare import Prepared, Rows, prepare_run
-from evalduck.flows.redacting_flow import RedactingFlow, redacting_flow
-from evalduck.flows.progress import current_sink
-from evalduck.flows.report import EvalResult, Report, eval_result, publish_report
-from evalduck.flows.runtime import heartbeat_settings, run_scope
+from evalduck.flows.local.server import reuse_recorded_server
+from evalduck.flows.run.prepare import Prepared, Rows, prepare_run
+from evalduck.flows.run.redacting_flow import RedactingFlow, redacting_flow
+from evalduck.flows.run.progress import current_sink
+from evalduck.flows.run.finish import EvalResult, Report, eval_result, publish_report
+from evalduck.flows.run.scope import heartbeat_settings, run_scope
 from evalduck.flows.settings import apply_process_defaults
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult", "FailFast", "ScorerSpec")
 
 # Called with a run's id once it is stored: a run forked by the warm starter tells its client
-# (flows/warm/child.py ``announce_run``), which names it if the starter dies before the run ends.
+# (flows/local/warm/child.py ``announce_run``), which names it if the starter dies before the run ends.
 run_started: Callable[[str], None] | None = None
 
 
@@ -122,7 +122,7 @@ def _given_options(arguments: Mapping[str, Any]) -> dict[str, Any]:
 class _EvalsFlow(RedactingFlow):
     """A Flow that keeps in-memory rows in this process (they land in the store's `items` table) and
     reports them and other Python objects to the API as short descriptions; a call shows the CLI's progress
-    bar and summary unless ``quiet`` (flows/api_console.py)."""
+    bar and summary unless ``quiet`` (flows/run/console.py)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         bound = inspect.signature(self.fn).bind_partial(*args, **kwargs)
@@ -200,7 +200,7 @@ def _run_evals(
     Args:
         data: rows (dicts with ``input`` and optional ``output``, ``groundTruth``, ``requestContext``, ``id``,
             ``metadata``) or a dataset file (.jsonl, .json, .csv, .parquet); default: the project file's
-            ``dataset``. The project file (``evalduck.toml``, flows/project.py) fills in every argument and
+            ``dataset``. The project file (``evalduck.toml``, flows/project/root.py) fills in every argument and
             run option not given here, in ``options`` or by its environment variable.
         scorers: Scorer objects and/or scorer ids ("tone-scorer", ...); default: the three prebuilt ones.
         target: None (score each item's ``output``), a callable (sync or async, called with the item's
@@ -240,9 +240,9 @@ def _options_of(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _project_settings(given: Mapping[str, Any], options: RunOptions | None) -> dict[str, Any]:
-    """What the environment and the project file (flows/project_config.py) set that the call does not:
+    """What the environment and the project file (flows/project/file.py) set that the call does not:
     keywords, and fields set in ``options``, win."""
-    from evalduck.flows.project_config import ProjectFileError, run_settings
+    from evalduck.flows.project.file import ProjectFileError, run_settings
 
     try:
         settings = run_settings(given)

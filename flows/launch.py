@@ -4,14 +4,14 @@ the full CLI in this process otherwise.
 Only the standard library is imported before the choice: the CLI's own imports (typer, rich, pydantic,
 DuckDB) cost ~0.5 s, Prefect's 2-4 s more, and a run handed to the warm starter needs none of them here.
 `evalduck run` goes to the starter unless it is ephemeral (CI, --ephemeral, EVALDUCK_EPHEMERAL=1); without
-a starter, or when it refuses, the command runs here exactly as before (flows/warm/client.py).
+a starter, or when it refuses, the command runs here exactly as before (flows/local/warm/client.py).
 """
 
 from __future__ import annotations
 
 import sys
 
-from evalduck.flows.folder import ephemeral, project_state_dir, running_here
+from evalduck.flows.local.folder import ephemeral, project_state_dir, running_here
 
 __all__ = ("main", "command_of")
 
@@ -34,7 +34,7 @@ def command_of(args: list[str]) -> str | None:
 def main() -> None:
     args = sys.argv[1:]
     if command_of(args) == "run" and "--ephemeral" not in args and not ephemeral():
-        from evalduck.flows.warm.client import exit_like, run_via_starter
+        from evalduck.flows.local.warm.client import exit_like, run_via_starter
 
         # Held while the run goes, forked or here: the folder's idle watcher never stops its server under it.
         with running_here(project_state_dir()):

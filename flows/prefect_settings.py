@@ -56,3 +56,8 @@ def refresh_prefect() -> None:
     prefect.context.refresh_global_settings_context()
     prefect.logging.configuration.setup_logging(incremental=False)
     _built_from = settings_sources()  # the profiles path may have moved with PREFECT_HOME
+
+
+def ui_url_for(api_url: str) -> str:
+    """The UI's address of a Prefect API URL (the server serves both)."""
+    return api_url.removesuffix("/").removesuffix("/api")

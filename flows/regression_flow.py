@@ -1,7 +1,7 @@
 """The scheduled regression check: run an eval, compare it with the previous run of the same name, and
 fail the flow run (red in the Prefect UI, visible to automations) when a scorer regressed.
 
-A regression is decided by `evalduck.flows.gate`, the rule `evalduck compare --fail-below` uses too: the upper end of
+A regression is decided by `evalduck.flows.report.gate`, the rule `evalduck compare --fail-below` uses too: the upper end of
 the 95% interval of the paired delta lies below `-max_drop` (for a lower-is-better scorer, such as
 hallucination, the lower end lies above `+max_drop`: its rise is the regression); a scorer without an
 interval is not gated.
@@ -16,12 +16,12 @@ from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel
 
 from evalduck.errors import EvalduckError
-from evalduck.flows.artifacts import artifact_key, comparison_markdown
+from evalduck.flows.report.artifacts import artifact_key, comparison_markdown
 from evalduck.flows.config import DEMO_CONFIG, EvalConfig
-from evalduck.flows.display import md_code, md_text
+from evalduck.flows.report.text import md_code, md_text
 from evalduck.flows.eval_flow import EvalResult, run_eval_config
-from evalduck.flows.gate import GateVerdict, gate, rule_text
-from evalduck.flows.redacting_flow import redacting_flow
+from evalduck.flows.report.gate import GateVerdict, gate, rule_text
+from evalduck.flows.run.redacting_flow import redacting_flow
 
 __all__ = ("regression_check", "RegressionDetected", "RegressionReport")
 

@@ -1,8 +1,7 @@
-"""Where evalduck keeps its files unless told otherwise, the environment variables that move them, and the
-environment defaults a process that runs evals starts with.
+"""The environment variables that move evalduck's files (their defaults, which the project file may set,
+are flows/project/defaults.py), and the environment defaults a process that runs evals starts with.
 
-One function per default, read when called (never at import), used by the flow, the store and the CLI.
-"""
+Read when called, never at import."""
 
 from __future__ import annotations
 
@@ -20,8 +19,6 @@ __all__ = (
     "IDLE_TIMEOUT_ENV",
     "DEFAULT_IDLE_TIMEOUT_S",
     "idle_timeout",
-    "default_db_path",
-    "default_cache_dir",
     "apply_process_defaults",
     "quiet_console",
 )
@@ -33,15 +30,8 @@ DEFAULT_DB_FILE = "evals.duckdb"
 DUCKLAKE_PREFIX = "ducklake:"
 
 
-def _project_default(key: str) -> str | None:
-    """The project file's ``key`` (flows/project_config.py; a path made absolute against the project root)."""
-    from evalduck.flows.project_config import file_defaults
-
-    return file_defaults().get(key)
-
-
 # The folder's background processes (Prefect server, warm starter, chart renderer) stop after this many seconds
-# with no run and no request to the server (flows/idle.py); 0 keeps them until `evalduck stop`.
+# with no run and no request to the server (flows/local/idle.py); 0 keeps them until `evalduck stop`.
 IDLE_TIMEOUT_ENV = "EVALDUCK_IDLE_TIMEOUT"
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
 
@@ -60,31 +50,6 @@ def idle_timeout(environ: Mapping[str, str] | None = None) -> float:
         raise ValueError(f"{IDLE_TIMEOUT_ENV}={raw!r} is not a number of seconds >= 0 (e.g. 1800; 0 keeps the "
                          "folder's server running until `evalduck stop`)")
     return value
-
-
-def default_db_path() -> Path | str:
-    """``$EVALDUCK_DB`` when set, else the project file's ``db``, else ``evals.duckdb`` at the project root
-    (the working directory outside a project); a shared store's ``ducklake:`` URL stays a string (a Path
-    would fold its ``//``)."""
-    from evalduck.flows.project import in_project
-
-    raw = os.environ.get(DB_ENV) or _project_default("db")
-    if raw is None:
-        root = in_project()
-        return Path(DEFAULT_DB_FILE) if root is None else root / DEFAULT_DB_FILE
-    return raw if raw.startswith(DUCKLAKE_PREFIX) else Path(raw)
-
-
-def default_cache_dir(root: Path | None = None) -> Path:
-    """``$EVALDUCK_CACHE_DIR`` when set, else the project file's ``cache_dir``, else ``.evalduck/cache`` under
-    ``root`` (default: the project root, the working directory outside a project; ``evalduck serve`` passes
-    the folder its worker runs in)."""
-    from evalduck.flows.project import in_project
-
-    env = os.environ.get(CACHE_DIR_ENV) or _project_default("cache_dir")
-    if env:
-        return Path(env)
-    return (root or in_project() or Path()) / ".evalduck" / "cache"
 
 
 # Defaults (``setdefault``: a user's explicit setting always wins) for a process that runs evals, applied by

@@ -20,7 +20,7 @@ os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="evalduck-test-pre
 os.environ["PREFECT_LOGGING_TO_API_ENABLED"] = "false"
 os.environ.pop("PREFECT_API_URL", None)
 # A CLI run outside CI would start a background Prefect server for its folder and leave it running
-# (flows/local_server.py); tests that mean to test that unset this.
+# (flows/local/server.py); tests that mean to test that unset this.
 os.environ["EVALDUCK_EPHEMERAL"] = "1"
 os.environ.pop("EVALDUCK_JUDGE_MODEL", None)
 os.environ.pop("EVALDUCK_DB", None)

@@ -4,7 +4,7 @@ Adding commands: write `flows/cli/<name>.py` that does `from evalduck.flows.cli 
 functions with `@app.command()`, then add one import line at the bottom of this file. Keep heavy
 imports (prefect, litellm) inside the command functions, so `evalduck sql/runs/show/compare` start fast.
 Commands reach the database path with `db_path(ctx)` (the global `--db`, else EVALDUCK_DB, else the
-project file's `db`, else evals.duckdb at the project root: flows/project.py). A bad option value is `fail(message, ctx)`: exit 2 with the message as `error: ...`, the form
+project file's `db`, else evals.duckdb at the project root: flows/project/root.py). A bad option value is `fail(message, ctx)`: exit 2 with the message as `error: ...`, the form
 every usage error takes (flows/cli/errors.py).
 """
 
@@ -16,7 +16,8 @@ from typing import Annotated
 import typer
 
 from evalduck.flows.cli.errors import UsageErrorsGroup, fail, label, value_error
-from evalduck.flows.settings import DB_ENV, DEFAULT_DB_FILE, DUCKLAKE_PREFIX, default_db_path
+from evalduck.flows.project.defaults import default_db_path
+from evalduck.flows.settings import DB_ENV, DEFAULT_DB_FILE, DUCKLAKE_PREFIX
 
 __all__ = ("app", "main", "db_path", "fail")
 
@@ -47,9 +48,9 @@ def _global_options(
     if ctx.invoked_subcommand in _OUTSIDE_PROJECTS:
         ctx.obj = {"db": db}
         return
-    from evalduck.flows.project_config import ProjectFileError, file_defaults
+    from evalduck.flows.project.file import ProjectFileError, file_defaults
 
-    try:  # the project file (flows/project.py), checked once for every command: a bad key is one line
+    try:  # the project file (flows/project/root.py), checked once for every command: a bad key is one line
         file_defaults()
     except ProjectFileError as exc:
         fail(str(exc), ctx)

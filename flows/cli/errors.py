@@ -5,7 +5,7 @@ Every usage error of every command goes through `UsageErrorsGroup`, the app's gr
 the `OptionError`s that commands raise. `describe` is the one place that turns a pydantic error into an
 option-named sentence, for typer's conversions and for `EvalConfig` alike; a message it has no wording of its
 own for is scorers' `error_rule`, as in `describe_validation`. Messages are printed literally (the values
-in them are the user's: `[/]` is no markup). Only pydantic, rich, scorers and evalduck.flows.display here: no prefect
+in them are the user's: `[/]` is no markup). Only pydantic, rich, scorers and evalduck.flows.report.text here: no prefect
 import, so a usage error is reported in well under a second.
 
 Every other error of evalduck's family (`evalduck.errors.EvalduckError`) that a command does not handle itself
@@ -27,7 +27,7 @@ from evalduck.errors import EvalduckError
 from evalduck.scorers import error_hint, error_rule
 from typer.core import TyperGroup
 
-from evalduck.flows.display import literal
+from evalduck.flows.report.text import literal
 
 __all__ = ("OptionError", "UsageErrorsGroup", "describe", "fail", "label", "value_error", "config_error",
            "USAGE_ERROR", "FAILURE", "exit_code", "print_error")
@@ -68,7 +68,7 @@ def exit_code(exc: EvalduckError) -> int:
     """The exit status of an error of the family that ends a command, decided here for every command: a
     usage error for the command line, the project file and a run reference that names no run, a failure for
     the rest. (Reading commands say a store they cannot read is a usage error of --db: results.py.)"""
-    from evalduck.flows.project import ProjectFileError
+    from evalduck.flows.project.root import ProjectFileError
     from evalduck.flows.store.errors import UnknownRunError
 
     return USAGE_ERROR if isinstance(exc, (ClickUsageError, ProjectFileError, UnknownRunError)) else FAILURE

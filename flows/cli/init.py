@@ -1,4 +1,4 @@
-"""`evalduck init`: make the working directory an evalduck project (flows/init_project.py writes the files)."""
+"""`evalduck init`: make the working directory an evalduck project (flows/project/scaffold.py writes the files)."""
 
 from __future__ import annotations
 
@@ -12,18 +12,18 @@ from rich.console import Console
 
 from evalduck.flows.cli import app, fail
 from evalduck.flows.cli.errors import label, value_error
-from evalduck.flows.display import literal
+from evalduck.flows.report.text import literal
 
 _console = Console(highlight=False, soft_wrap=True)
 
-# The dataset formats evalduck reads (flows/datasets/).
+# The dataset formats evalduck reads (flows/inputs/datasets/).
 _FORMATS = (".jsonl", ".json", ".csv", ".parquet")
 
 
 def _dataset(ctx: typer.Context, given: Path | None, root: Path) -> str:
     """The deployments' dataset, relative to the project folder when inside it: ``--dataset``, else asked
     for on a terminal, else the example dataset init writes."""
-    from evalduck.flows.init_project import EXAMPLE_DATASET
+    from evalduck.flows.project.scaffold import EXAMPLE_DATASET
 
     if given is None:
         if not sys.stdin.isatty():
@@ -59,7 +59,7 @@ def init(
 ) -> None:
     """Make this folder an evalduck project: prefect.yaml, evalduck.toml and evals/ (an example dataset, a
     scorer of your own)."""
-    from evalduck.flows.init_project import Init, project_name, write_project
+    from evalduck.flows.project.scaffold import Init, project_name, write_project
 
     root = Path(os.getcwd())
     chosen = _dataset(ctx, dataset, root)

@@ -1,4 +1,4 @@
-"""`evalduck report RUN`: the run's self-contained HTML report (flows/html_report/). No prefect import here."""
+"""`evalduck report RUN`: the run's self-contained HTML report (flows/report/html/). No prefect import here."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import typer
 from evalduck.flows.cli import app, fail
 from evalduck.flows.cli.errors import label, value_error
 from evalduck.flows.cli.results import _consoles, _store
-from evalduck.flows.display import literal
-from evalduck.flows.html_report import DEFAULT_LAST, write_report
+from evalduck.flows.report.text import literal
+from evalduck.flows.report.html import DEFAULT_LAST, write_report
 
 __all__ = ("report", "ui_url")
 
@@ -22,11 +22,11 @@ def ui_url() -> str | None:
     `/api`, else the server this folder's runs record to (`.evalduck/serve.json`)."""
     if os.environ.get("PREFECT_UI_URL"):
         return os.environ["PREFECT_UI_URL"].rstrip("/")
-    from evalduck.flows.server import ServeError, read_state, ui_url_for  # ~1 s of imports: only when asked
+    from evalduck.flows.local.install import ServeError, read_state, ui_url_for  # ~1 s of imports: only when asked
 
     if os.environ.get("PREFECT_API_URL"):
         return ui_url_for(os.environ["PREFECT_API_URL"])
-    from evalduck.flows.folder import project_state_dir
+    from evalduck.flows.local.folder import project_state_dir
 
     try:
         state = read_state(project_state_dir())

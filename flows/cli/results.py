@@ -18,19 +18,20 @@ from rich.table import Table
 
 from evalduck.flows.cli import app, db_path, fail
 from evalduck.flows.cli.errors import USAGE_ERROR, label, print_error, value_error
-from evalduck.flows.cli.fit import console_width, fit
-from evalduck.flows.display import literal
-from evalduck.flows.gate import direction_note, gate, rule_text
-from evalduck.flows.html_report import sparkline, trend_by_scorer
-from evalduck.flows.html_report.reader import store_records
-from evalduck.flows.measures import measures_line, scorer_descriptions
+from evalduck.flows.report.fit import console_width, fit
+from evalduck.flows.report.text import literal
+from evalduck.flows.report.gate import direction_note, gate, rule_text
+from evalduck.flows.report.html import sparkline, trend_by_scorer
+from evalduck.flows.report.html.reader import store_records
+from evalduck.flows.report.measures import scorer_descriptions
+from evalduck.flows.report.summary import measures_table
 from evalduck.flows.store import RunRecord, Store, StoreError
 
-__all__ = ("runs", "show", "compare", "sql", "measures_table")
+__all__ = ("runs", "show", "compare", "sql")
 
 class _Consoles:
     """Consoles made at first use, so they write to the sys.stdout/stderr of the moment (tests swap them),
-    as wide as flows/cli/fit.py's `console_width` says."""
+    as wide as flows/report/fit.py's `console_width` says."""
 
     @property
     def out(self) -> Console:
@@ -155,17 +156,6 @@ def show(
             items.add_row(literal(w["scorer_id"], direction_note(w)), literal(w["item_id"]), w["status"], _num(w["score"]),
                           literal((w["detail"] or "")[:200], multiline=True), *((literal(shown),) if any(fields) else ()))
         out.print(fit(out, items, drop=("item fields",)))
-
-
-def measures_table(scorers: Sequence[tuple[str, bool]], descriptions: dict[str, str]) -> Table:
-    """One line per scorer (id, higher is better) under its scores: what it measures and which way is better
-    (flows/measures.py), so that a tone score is not read as a quality score."""
-    table = Table(title="What each score measures", title_justify="left", box=None, show_header=False)
-    table.add_column("scorer")
-    table.add_column("measures", overflow="fold")
-    for scorer_id, higher in scorers:
-        table.add_row(literal(scorer_id), literal(measures_line(descriptions.get(scorer_id, ""), higher), style="dim"))
-    return table
 
 
 def _item_fields(cell: dict[str, Any]) -> str:

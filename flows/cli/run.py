@@ -19,9 +19,9 @@ from rich.console import Console
 from evalduck.flows.cli import app, db_path
 from evalduck.errors import EvalduckError
 from evalduck.flows.cli.errors import FAILURE, config_error, exit_code
-from evalduck.flows.cli.fit import console_width
+from evalduck.flows.report.fit import console_width
 from evalduck.flows.cli.run_checks import calls_models, check_usage
-from evalduck.flows.cli.summary import print_result
+from evalduck.flows.report.summary import print_result
 from evalduck.flows.cli.run_stops import (
     Terminated,
     disk_error,
@@ -31,7 +31,7 @@ from evalduck.flows.cli.run_stops import (
     stop_disk,
     stop_locked,
 )
-from evalduck.flows.display import literal
+from evalduck.flows.report.text import literal
 from evalduck.flows.config import DEFAULT_SCORERS, SCORER_ID_HELP
 
 if TYPE_CHECKING:
@@ -45,17 +45,17 @@ _PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt",
 
 
 def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tuple[str, bool, bool, str | None]:
-    """The API URL of the server this run records to (see flows/local_server.py for the order), whether it
+    """The API URL of the server this run records to (see flows/local/server.py for the order), whether it
     outlives the run (so its flow run page is worth printing), whether evalduck started it (no heartbeats
-    there, flows/runtime.py) and the folder server's credentials (flows/server/credentials.py), for ``_api``;
+    there, flows/run/scope.py) and the folder server's credentials (flows/local/install/credentials.py), for ``_api``;
     says which in one line."""
-    from evalduck.flows.local_server import (
+    from evalduck.flows.local.server import (
         ephemeral,
         local_server,
         project_state_dir,
         run_scoped_server,
     )
-    from evalduck.flows.server import ServeError, answers, configured_api_url
+    from evalduck.flows.local.install import ServeError, answers, configured_api_url
 
     configured = configured_api_url()
     if configured:
@@ -207,7 +207,7 @@ def run(
     })
     check_usage(ctx, config)
     if config.judge_process and config.runner == "local" and calls_models(config):  # on Dask, workers ask
-        from evalduck.flows.judge_process import prestart
+        from evalduck.flows.judge.process import prestart
 
         prestart()
     print_result(out, err, *_run_on_server(ctx, err, config, ephemeral))
@@ -229,10 +229,10 @@ def _config(ctx: typer.Context, values: dict[str, Any]) -> EvalConfig:
 
 def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemeral: bool) -> tuple[Any, str | None, bool]:
     """The run, on the server this folder's runs use; its errors as one line and an exit status."""
-    from evalduck.flows.api_watch import lost_line, watch_api
+    from evalduck.flows.run.watch import lost_line, watch_api
     from evalduck.flows.eval_flow import run_eval_config
-    from evalduck.flows.progress import RichProgress, use_sink
-    from evalduck.flows.runtime import heartbeat_settings
+    from evalduck.flows.run.progress import RichProgress, use_sink
+    from evalduck.flows.run.scope import heartbeat_settings
 
     with contextlib.ExitStack() as stack:
         api_url, lasting, ours, auth = _server_for_run(err, ephemeral, stack)

@@ -14,7 +14,7 @@ from evalduck.flows.cli.errors import label, value_error
 
 if TYPE_CHECKING:
     from evalduck.flows.config import EvalConfig
-    from evalduck.flows.datasets import Dataset
+    from evalduck.flows.inputs.datasets import Dataset
 
 __all__ = ("check_usage", "calls_models")
 
@@ -22,8 +22,8 @@ __all__ = ("check_usage", "calls_models")
 def check_usage(ctx: typer.Context, config: EvalConfig) -> None:
     """What EvalConfig cannot see: a scorer given twice, the dataset file and its rows, whether the target
     resolves, and whether the run to resume is in the database. Usage errors exit 2; bad rows exit 1."""
-    from evalduck.flows.datasets import DatasetPathError, load_dataset
-    from evalduck.flows.targets import TargetError, resolve_target
+    from evalduck.flows.inputs.datasets import DatasetPathError, load_dataset
+    from evalduck.flows.inputs.targets import TargetError, resolve_target
 
     from evalduck.scorers import locate_scorer
 
@@ -72,7 +72,7 @@ def _check_resume(ctx: typer.Context, db: Path, ref: str, dataset: Dataset) -> N
 def calls_models(config: EvalConfig) -> bool:
     """Whether the run will send judge or model requests: a 'model:' target, or a judge step among the
     scorers the registry builds (it skips a judge scorer without a model), as the flow decides it."""
-    from evalduck.flows.registry import build_scorers
+    from evalduck.flows.inputs.registry import build_scorers
 
     try:
         built, _ = build_scorers(config.scorers, judge_model=config.judge_model, judge_api_base=config.judge_api_base)

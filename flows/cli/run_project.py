@@ -1,4 +1,4 @@
-"""`evalduck run`'s options with the project file's defaults (flows/project_config.py): an option given on
+"""`evalduck run`'s options with the project file's defaults (flows/project/file.py): an option given on
 the command line wins, then its environment variable, then the file, then the built-in default."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 import typer
 
 from evalduck.flows.cli.errors import fail
-from evalduck.flows.project import CONFIG_FILE
-from evalduck.flows.project_config import ProjectFileError, run_settings
+from evalduck.flows.project.root import CONFIG_FILE
+from evalduck.flows.project.file import ProjectFileError, run_settings
 
 __all__ = ("with_project_defaults",)
 

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 
 from evalduck.flows.cli.errors import print_error
-from evalduck.flows.display import literal
+from evalduck.flows.report.text import literal
 
 if TYPE_CHECKING:
     from evalduck.flows.store import StoreDiskError, StoreLockedError

@@ -11,9 +11,10 @@ from rich.console import Console
 
 from evalduck.flows.cli import app, db_path, fail
 from evalduck.flows.cli.errors import label, value_error
-from evalduck.flows.display import literal
-from evalduck.flows.project import project_root
-from evalduck.flows.settings import CACHE_DIR_ENV, default_cache_dir
+from evalduck.flows.report.text import literal
+from evalduck.flows.project.root import project_root
+from evalduck.flows.project.defaults import default_cache_dir
+from evalduck.flows.settings import CACHE_DIR_ENV
 
 _console = Console(highlight=False, soft_wrap=True)
 
@@ -51,8 +52,8 @@ def serve(
     The worker's runs write to the global `--db` file (EVALDUCK_DB, default ./evals.duckdb), resolved
     to an absolute path so UI-triggered, scheduled and `evalduck run` runs share it.
     """
-    from evalduck.flows.server import ServeError, ServeOptions, configured_api_url
-    from evalduck.flows.server import serve as start
+    from evalduck.flows.local.install import ServeError, ServeOptions, configured_api_url
+    from evalduck.flows.local.install import serve as start
 
     project = (project_dir or project_root()).resolve()
     if not project.is_dir():
@@ -87,7 +88,7 @@ def serve(
 def _judge_env() -> dict[str, str]:
     """The project file's judge model for the worker's runs, unless EVALDUCK_JUDGE_MODEL is set (it wins, and
     reaches the worker anyway); the file's db and cache folder reach it as --db and the cache folder."""
-    from evalduck.flows.project_config import ENV_OF_KEY, file_defaults
+    from evalduck.flows.project.file import ENV_OF_KEY, file_defaults
 
     var = ENV_OF_KEY["judge_model"]
     model = file_defaults().get("judge_model")
@@ -102,12 +103,12 @@ def stop(
     ] = None,
     state_dir: StateDir = None,
     every_folder: Annotated[bool, typer.Option("--all", help="Every folder's processes of this user (the "
-                                               "registry under the runtime folder: flows/server/folders.py).")] = False,
+                                               "registry under the runtime folder: flows/local/install/folders.py).")] = False,
 ) -> None:
     """Stop what `evalduck serve` or a run started for this folder (by process id): idle watcher, worker,
     warm starter and its renderer, server."""
-    from evalduck.flows.server import ServeError, stop_all
-    from evalduck.flows.server import stop as end
+    from evalduck.flows.local.install import ServeError, stop_all
+    from evalduck.flows.local.install import stop as end
 
     try:
         if every_folder:

@@ -1,4 +1,4 @@
-"""`evalduck status`: what runs for this folder (flows/server/status.py), with memory and idle time."""
+"""`evalduck status`: what runs for this folder (flows/local/install/status.py), with memory and idle time."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from rich.table import Table
 
 from evalduck.flows.cli import app
 from evalduck.flows.cli.serve import StateDir
-from evalduck.flows.display import literal
-from evalduck.flows.folder import project_state_dir
+from evalduck.flows.report.text import literal
+from evalduck.flows.local.folder import project_state_dir
 
 _console = Console(highlight=False, soft_wrap=True)
 
@@ -18,8 +18,8 @@ _console = Console(highlight=False, soft_wrap=True)
 def status(state_dir: StateDir = None) -> None:
     """List the processes that run for this folder (server, warm starter, renderer, worker, idle watcher):
     pid, resident memory, the UI's URL, and how long until they stop by themselves when idle."""
-    from evalduck.flows.server import ServeError
-    from evalduck.flows.server.status import folder_status
+    from evalduck.flows.local.install import ServeError
+    from evalduck.flows.local.install.status import folder_status
 
     folder = (state_dir or project_state_dir()).resolve()
     try:

@@ -1,4 +1,4 @@
-"""The body of an eval run (``execute``), given a ``RunPlan`` that ``evalduck.flows.prepare`` built and checked.
+"""The body of an eval run (``execute``), given a ``RunPlan`` that ``evalduck.flows.run.prepare`` built and checked.
 
 plan.py (what a run is given), run.py (the run on one event loop), steps.py (where each step runs),
 dispatch.py (where its task runs execute: here or on Dask; portable.py, what a Dask worker is sent),

@@ -36,8 +36,8 @@ from typing import Any
 from evalduck.scorers import PREBUILT, ScorerInput, Step, StepContext, canonical_json
 from evalduck.scorers._cache_key import KEY_FORMAT_VERSION, SourceDigest, module_digest
 
-from evalduck.flows.datasets import DatasetItem
-from evalduck.flows.targets import Target
+from evalduck.flows.inputs.datasets import DatasetItem
+from evalduck.flows.inputs.targets import Target
 
 __all__ = ("CacheLedger", "CacheLine", "StepBook", "cache_summary", "changed_parts", "changed_files", "own_parts",
            "run_parts", "step_files", "step_parts", "target_parts", "FOLDER")
@@ -50,7 +50,7 @@ NEVER = "never computed before"
 SAME_KEY = "same key, not in the cache"
 CHUNK = "same key, its chunk changed"  # a code step's chunk is cached whole: another of its items changed
 REFRESH = "--no-cache"
-UNCACHED = "not cached: recomputed each run"  # a judge scorer's code steps (flows/tasks.py code_chunk_task)
+UNCACHED = "not cached: recomputed each run"  # a judge scorer's code steps (flows/engine/tasks.py code_chunk_task)
 
 Parts = dict[str, str]
 

@@ -12,10 +12,10 @@ from evalduck.errors import EvalduckError
 from evalduck.scorers import JudgeTransport, LiteLLMTransport, Scorer, ScorerInput
 
 from evalduck.flows.config import RunOptions
-from evalduck.flows.datasets import DatasetItem
-from evalduck.flows.registry import Skipped
+from evalduck.flows.inputs.datasets import DatasetItem
+from evalduck.flows.inputs.registry import Skipped
 from evalduck.flows.store import ScoreRow, Store
-from evalduck.flows.targets import Target
+from evalduck.flows.inputs.targets import Target
 
 if TYPE_CHECKING:
     from evalduck.flows.engine.dispatch import Dispatch
@@ -25,7 +25,7 @@ __all__ = ("ProgressSink", "RunPlan", "ItemResult", "ItemState", "FailFast", "Mi
 
 
 class ProgressSink(Protocol):
-    """Where a run reports its progress (the CLI's terminal bar: flows/progress.py)."""
+    """Where a run reports its progress (the CLI's terminal bar: flows/run/progress.py)."""
 
     def start(self, total: int) -> None: ...
     def advance(self, n: int = 1) -> None: ...
@@ -60,7 +60,7 @@ class ItemResult(BaseModel):
 
 @dataclass
 class RunPlan:
-    """Everything ``execute`` needs, built and checked by ``evalduck.flows.prepare`` before any call is made. The
+    """Everything ``execute`` needs, built and checked by ``evalduck.flows.run.prepare`` before any call is made. The
     run's options travel whole (``options``); the rest is what preparing them produced."""
 
     run_id: str
@@ -79,7 +79,7 @@ class RunPlan:
     transport: JudgeTransport = field(default_factory=LiteLLMTransport)
     # Where its task runs execute (evalduck.flows.engine.dispatch): None, this process; the flow sets Dask's.
     dispatch: Dispatch | None = None
-    # Runner 'dask': each scorer as a worker gets it, by scorer id (made and checked by evalduck.flows.prepare).
+    # Runner 'dask': each scorer as a worker gets it, by scorer id (made and checked by evalduck.flows.run.prepare).
     portable: Mapping[str, PortableScorer] | None = None
 
     def wanted(self, item_id: str, scorer_id: str) -> bool:

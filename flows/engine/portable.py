@@ -37,8 +37,8 @@ import cloudpickle
 from distributed.diagnostics.plugin import WorkerPlugin
 from evalduck.scorers import PREBUILT, ConfigError, LiteLLMTransport, Scorer, StepContext, StepOutput, canonical_json
 
-from evalduck.flows.datasets import DatasetItem
-from evalduck.flows.targets import Target
+from evalduck.flows.inputs.datasets import DatasetItem
+from evalduck.flows.inputs.targets import Target
 
 if TYPE_CHECKING:
     from prefect import Task
@@ -183,7 +183,7 @@ class RemoteCodeStep:
     contexts: list[StepContext]
 
     async def __call__(self) -> list[dict[str, Any]]:
-        from evalduck.flows.tasks import run_code_step  # evalduck.flows.tasks imports prefect: on the worker, it is there
+        from evalduck.flows.engine.tasks import run_code_step  # evalduck.flows.engine.tasks imports prefect: on the worker, it is there
 
         return await run_code_step(self.scorer.step(self.step_name), self.contexts)
 

@@ -57,7 +57,7 @@ class StoreDiskError(StoreError):
 
     The transaction it broke was rolled back: what was stored before stays. `file` is the file DuckDB named;
     `meaning` and `remedy` say what happened and what to do; `run_id` is set by the ResultWriter whose write
-    it stopped, as for StoreLockedError, and `at_start` by the run's start (prepare.py), which it undid.
+    it stopped, as for StoreLockedError, and `at_start` by the run's start (run/prepare.py), which it undid.
     """
 
     def __init__(self, message: str, *, file: str, meaning: str, remedy: str, run_id: str | None = None) -> None:

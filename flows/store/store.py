@@ -19,12 +19,12 @@ from typing import Any, TypeVar
 import duckdb
 from pydantic import BaseModel
 
-from evalduck.flows.settings import default_db_path
+from evalduck.flows.project.defaults import default_db_path
 from evalduck.flows.store import lake
 from evalduck.flows.store.connection import connect, held, transaction
 from evalduck.flows.store.errors import StoreDiskError, StoreError, UnknownRunError, disk_refusal, write_refused
 from evalduck.flows.store.liveness import gone_writers, mark_interrupted_runs, this_writer
-from evalduck.flows.redact import redact_urls
+from evalduck.flows.store.redact import redact_urls
 from evalduck.flows.store.models import SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
 from evalduck.flows.store.schema import check_readable, migrate
 from evalduck.flows.store.target import StoreTarget, parse_target
@@ -187,7 +187,7 @@ class Store:
         This process is recorded as the run's writer (see liveness.py). `items` (as for `write_items`)
         land in the same transaction: one file open instead of two. `directions` (scorer id -> higher is
         better) fill `run_scorers`, replacing what a resumed run had. Credentials in URLs in `config` are
-        masked (flows/redact.py).
+        masked (flows/store/redact.py).
         """
         item_rows = item_tuples(run_id, items)
         stored_config = to_json(redact_urls(dict(config or {})))

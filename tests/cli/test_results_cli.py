@@ -161,7 +161,7 @@ def test_results_commands_do_not_import_prefect() -> None:
 
 def test_the_cli_gate_and_the_regression_check_agree_on_one_paired_item(tmp_path: Path) -> None:
     """One item that dropped by 0.5: no interval, so neither the CI gate nor the nightly check fails."""
-    from evalduck.flows.gate import gate
+    from evalduck.flows.report.gate import gate
 
     db = tmp_path / "evals.duckdb"
     store = Store(db)
@@ -308,8 +308,8 @@ def test_the_runs_summary_table_never_cuts_a_scorer_id(columns: int) -> None:
 
     from rich.console import Console
 
-    from evalduck.flows.cli.summary import summary_table
-    from evalduck.flows.report import EvalResult
+    from evalduck.flows.report.summary import summary_table
+    from evalduck.flows.run.finish import EvalResult
     from evalduck.scorers import PREBUILT
 
     row = {"higher_is_better": True, "mean": 0.61234, "scored": 24, "errored": 0, "skipped": 0,
@@ -331,7 +331,7 @@ def test_the_runs_summary_table_never_cuts_a_scorer_id(columns: int) -> None:
 def test_show_says_what_each_of_the_sixteen_scorers_measures(tmp_path: Path) -> None:
     """A run recorded without the scorers' descriptions (before issue 23) gets the catalogue's line, with the
     direction the run stored (hallucination, bias and toxicity: lower is better)."""
-    from evalduck.flows.measures import measures_line
+    from evalduck.flows.report.measures import measures_line
     from evalduck.scorers import PREBUILT
 
     code, out, _ = _cli(_all_scorers_db(tmp_path / "evals.duckdb"), "show", "wide", "--worst", "0")

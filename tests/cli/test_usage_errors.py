@@ -213,7 +213,7 @@ def test_resume_with_a_run_that_is_not_in_the_database(work: Path) -> None:
 
 
 def test_resume_with_another_dataset_is_refused_naming_both(work: Path) -> None:
-    from evalduck.flows.datasets import load_dataset
+    from evalduck.flows.inputs.datasets import load_dataset
 
     first = load_dataset(work / "data.jsonl")
     store = Store(work / "evals.duckdb")

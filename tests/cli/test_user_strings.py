@@ -15,7 +15,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from evalduck.flows.cli import app
-from evalduck.flows.progress import RichProgress
+from evalduck.flows.run.progress import RichProgress
 from evalduck.flows.store import Store
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)

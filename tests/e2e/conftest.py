@@ -1,4 +1,4 @@
-"""One real Prefect installation for the whole e2e session, started and stopped by `evalduck.flows.server`.
+"""One real Prefect installation for the whole e2e session, started and stopped by `evalduck.flows.local.install`.
 
 `serve()` starts `prefect server start` on a free loopback port with a temporary PREFECT_HOME, creates
 the process work pool, runs the real `prefect --no-prompt deploy --all` on a test copy of the project's
@@ -19,12 +19,12 @@ import early
 import pytest
 from e2e_harness import REPO, PrefectApi, Stack, api_client, free_port, project_folder, short_interval_prefect_yaml
 
-from evalduck.flows.server import ServeOptions, ServeState, stop
+from evalduck.flows.local.install import ServeOptions, ServeState, stop
 
 # `serve()` in a process of its own: its lines on stderr, the state it returns as the last line of stdout.
 SERVE = """\
 import sys
-from evalduck.flows.server import ServeOptions, serve
+from evalduck.flows.local.install import ServeOptions, serve
 state = serve(ServeOptions.model_validate_json(sys.argv[1]), say=lambda line: print(f"[e2e serve] {line}", file=sys.stderr))
 print(state.model_dump_json())
 """

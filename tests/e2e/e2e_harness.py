@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import httpx
 import yaml
 
-from evalduck.flows.server import ServeOptions, ServeState, folder_auth
+from evalduck.flows.local.install import ServeOptions, ServeState, folder_auth
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("evalduck"))
@@ -108,7 +108,7 @@ class PrefectApi:
 
 
 def api_auth(state_dir: Path) -> str:
-    """The ``user:password`` of the server evalduck started for this state folder (flows/server/credentials.py)."""
+    """The ``user:password`` of the server evalduck started for this state folder (flows/local/install/credentials.py)."""
     auth = folder_auth(state_dir, create=False)
     assert auth is not None, f"no credentials in {state_dir}"
     return auth

@@ -23,7 +23,7 @@ import early
 import pytest
 from e2e_harness import CLI, none_left, ours, project_folder, wait_for
 
-from evalduck.flows.warm.wire import socket_path
+from evalduck.flows.local.warm.wire import socket_path
 
 pytestmark = pytest.mark.e2e
 

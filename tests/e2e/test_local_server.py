@@ -26,7 +26,7 @@ import httpx
 import pytest
 from e2e_harness import CLI, api_client, free_port, none_left, ours, project_folder, wait_for
 
-from evalduck.flows.server import start_server, wait_healthy
+from evalduck.flows.local.install import start_server, wait_healthy
 
 pytestmark = pytest.mark.e2e
 

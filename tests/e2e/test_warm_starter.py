@@ -19,7 +19,7 @@ import early
 import pytest
 from e2e_harness import CLI, ROWS, api_auth, none_left, ours, project_folder, wait_for
 
-from evalduck.flows.warm.wire import socket_path
+from evalduck.flows.local.warm.wire import socket_path
 
 pytestmark = pytest.mark.e2e
 
@@ -165,7 +165,7 @@ def test_ending_the_client_ends_its_run(warm_folder: tuple[Path, dict[str, str]]
 def test_in_ci_runs_never_use_the_starter(warm_folder: tuple[Path, dict[str, str]]) -> None:
     cwd, env = warm_folder
     warm(cwd)
-    # CI only: --ephemeral and EVALDUCK_EPHEMERAL=1 take the same branch of evalduck.flows.launch (evalduck.flows.folder.ephemeral).
+    # CI only: --ephemeral and EVALDUCK_EPHEMERAL=1 take the same branch of evalduck.flows.launch (evalduck.flows.local.folder.ephemeral).
     # The run records to the folder's server through PREFECT_API_URL, which evalduck.flows.launch does not read, so it
     # starts no temporary server of its own (test_local_server.py proves a CI run's temporary server).
     pid, proc = run(cwd, {**env, "CI": "true", "PREFECT_API_URL": str(record(cwd)["api_url"]),
@@ -227,7 +227,7 @@ def test_the_starter_refuses_a_caller_its_child_cannot_become(warm_folder: tuple
     cwd, env = warm_folder
     starter = warm(cwd)
     ask = """import json, os, socket, sys
-from evalduck.flows.warm import wire
+from evalduck.flows.local.warm import wire
 process = {**wire.caller_process(), "affinity": [4095]}
 with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
     wire.connect_own(sock, sys.argv[1])

@@ -72,7 +72,7 @@ def test_each_scorer_says_what_it_measures_in_the_summary_show_and_the_report(tm
     from markupsafe import escape
     from prefect.settings import get_current_settings
 
-    from evalduck.flows.measures import measures_line
+    from evalduck.flows.report.measures import measures_line
     from evalduck.scorers import PREBUILT
 
     (tmp_path / "mine.py").write_text(

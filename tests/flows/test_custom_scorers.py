@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from evalduck.flows.config import EvalConfig
-from evalduck.flows.registry import build_scorers
+from evalduck.flows.inputs.registry import build_scorers
 
 USER_MODULE = """\
 from evalduck.scorers import JudgePrompt, create_scorer

@@ -131,7 +131,7 @@ def test_a_second_dask_run_hits_the_cache(two_runs: dict[str, Any], cluster: Any
 
 def test_a_scorer_that_does_not_pickle_is_named_with_what_to_do() -> None:
     from evalduck.flows.engine.dispatch import portables
-    from evalduck.flows.targets import resolve_target
+    from evalduck.flows.inputs.targets import resolve_target
 
     lock = threading.Lock()
 

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 from evalduck.scorers import ScorerInput
 
-from evalduck.flows.datasets import DatasetError, DatasetPathError, dataset_from_rows, load_dataset
+from evalduck.flows.inputs.datasets import DatasetError, DatasetPathError, dataset_from_rows, load_dataset
 
 
 def _write(path: Path, text: str) -> Path:

@@ -142,8 +142,8 @@ def test_run_evals_explains_a_judged_run(judge: FakeOpenAIServer, workdir: dict[
 
 
 def test_a_target_miss_names_the_target_or_the_input(tmp_path: Path) -> None:
-    from evalduck.flows.datasets import DatasetItem
-    from evalduck.flows.targets import resolve_target
+    from evalduck.flows.inputs.datasets import DatasetItem
+    from evalduck.flows.inputs.targets import resolve_target
 
     def note(spec: str, question: str) -> str | None:
         target, item = resolve_target(spec), DatasetItem(item_id="a", input=question)

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalduck.flows import EvalConfig, run_eval_config, run_evals
-from evalduck.flows.datasets import DatasetError
+from evalduck.flows.inputs.datasets import DatasetError
 from evalduck.flows.store import Store
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 

@@ -1,11 +1,11 @@
-"""The one regression rule (`evalduck.flows.gate`) of `evalduck compare --fail-below` and `regression_check`; the
+"""The one regression rule (`evalduck.flows.report.gate`) of `evalduck compare --fail-below` and `regression_check`; the
 two agree on the same data in tests/cli/test_results_cli.py."""
 
 from __future__ import annotations
 
 import math
 
-from evalduck.flows.gate import gate
+from evalduck.flows.report.gate import gate
 
 
 def row(scorer: str, mean_delta: float | None, ci_high: float | None) -> dict[str, object]:

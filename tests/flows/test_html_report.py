@@ -21,8 +21,8 @@ import pytest
 from markupsafe import escape
 
 from evalduck.flows import run_evals
-from evalduck.flows.html_report import write_report
-from evalduck.flows.html_report.data import gather
+from evalduck.flows.report.html import write_report
+from evalduck.flows.report.html.data import gather
 from evalduck.flows.store import Store
 from evalduck.flows.store.tdist import t_quantile_975
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
@@ -210,7 +210,7 @@ def test_a_run_on_a_server_that_ends_with_it_links_no_flow_run_page() -> None:
     """`evalduck run --ephemeral` (and CI) records to a temporary server without a UI, gone once the run ends:
     its report showed a link to that server's flow run page."""
     from evalduck.flows.cli.run import _api
-    from evalduck.flows.report import _ui_url
+    from evalduck.flows.run.finish import _ui_url
 
     with _api("http://127.0.0.1:9/api", lasting=False):
         assert _ui_url() is None
@@ -338,7 +338,7 @@ def test_user_strings_stay_text_in_the_page(tmp_path: Path) -> None:
 
 
 def test_the_page_writes_control_and_bidi_characters_as_escapes(tmp_path: Path) -> None:
-    """The CLI's rule (flows/display.py) for what the template writes: a run name, dataset, target and skip
+    """The CLI's rule (flows/report/text.py) for what the template writes: a run name, dataset, target and skip
     reason holding U+202E or an ANSI escape show them as `\\u202e` and `\\x1b`; outside the page's data (read by
     its script, which applies the same rule: the Chromium test above) no such character is left."""
     import re
@@ -374,7 +374,7 @@ def test_a_trend_run_without_scores_reads_none_scored(tmp_path: Path) -> None:
 
 
 def test_sparkline() -> None:
-    from evalduck.flows.html_report import sparkline
+    from evalduck.flows.report.html import sparkline
 
     assert sparkline([0.0, 0.5, 1.0]) == "▁▅█"
     assert sparkline([0.7, None, 0.7]) == "▄ ▄"  # a constant series sits in the middle; no mean, a gap

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from evalduck.flows.folder import last_run_at, no_run_starts, run_going, running_here
-from evalduck.flows.idle import connections, poll_interval
+from evalduck.flows.local.folder import last_run_at, no_run_starts, run_going, running_here
+from evalduck.flows.local.idle import connections, poll_interval
 from evalduck.flows.settings import DEFAULT_IDLE_TIMEOUT_S, idle_timeout
 
 
@@ -69,7 +69,7 @@ def test_the_watcher_counts_open_and_closing_connections_to_the_servers_port() -
 def test_a_runs_server_turns_off_only_real_prefect_services(monkeypatch: pytest.MonkeyPatch) -> None:
     from prefect.settings import Settings
 
-    from evalduck.flows.server.state import RUNS_ONLY_SERVICES_OFF
+    from evalduck.flows.local.install.state import RUNS_ONLY_SERVICES_OFF
 
     for name, value in RUNS_ONLY_SERVICES_OFF.items():
         monkeypatch.setenv(name, value)
@@ -81,7 +81,7 @@ def test_a_runs_server_turns_off_only_real_prefect_services(monkeypatch: pytest.
 
 
 def test_a_run_waits_for_a_starter_that_is_importing_when_that_is_sooner(monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalduck.flows.warm import client
+    from evalduck.flows.local.warm import client
 
     me, now = os.getpid(), time.time()
     ready_by = client._ready_by
@@ -98,7 +98,7 @@ def test_a_run_waits_for_a_starter_that_is_importing_when_that_is_sooner(monkeyp
 
 
 def test_the_registry_keeps_a_copy_of_each_folders_record(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from evalduck.flows.server.folders import register, registered, registry_dir, unregister
+    from evalduck.flows.local.install.folders import register, registered, registry_dir, unregister
 
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
@@ -120,7 +120,7 @@ def test_a_runs_server_polls_its_background_worker_every_two_seconds() -> None:
     import prefect.server.api.background_workers as workers
     from docket import Docket
 
-    from evalduck.flows.server.calm_server import CALM_INTERVAL, calm_docket_worker
+    from evalduck.flows.local.install.calm_server import CALM_INTERVAL, calm_docket_worker
 
     original = workers.Worker
     try:

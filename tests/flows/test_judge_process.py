@@ -16,7 +16,7 @@ import pytest
 from warm_impostor import NOBODY, impostor
 
 from evalduck.flows import run_evals
-from evalduck.flows.judge_process import JudgeProcess, JudgeProcessError, leased_judge_process
+from evalduck.flows.judge.process import JudgeProcess, JudgeProcessError, leased_judge_process
 from evalduck.scorers import JudgeConfigError, JudgeErrorKind, JudgeSettings, JudgeTransientError, JudgeTransport, LiteLLMTransport
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply
 
@@ -159,7 +159,7 @@ def test_litellm_defaults_are_those_of_a_fresh_import() -> None:
     import subprocess
     import sys
 
-    from evalduck.flows.judge_process import LITELLM_DEFAULTS
+    from evalduck.flows.judge.process import LITELLM_DEFAULTS
 
     code = ("import json, litellm; names = json.loads(input()); "
             "print(json.dumps({n: getattr(litellm, n, '<absent>') for n in names}, default=repr))")
@@ -176,7 +176,7 @@ def test_litellm_settings_made_in_python_reach_the_requests(
     import litellm
     from litellm.integrations.custom_logger import CustomLogger
 
-    from evalduck.flows.judge_process import litellm_settings_made_in_python
+    from evalduck.flows.judge.process import litellm_settings_made_in_python
 
     seen: list[str] = []
 
@@ -199,7 +199,7 @@ def test_litellm_settings_made_in_python_reach_the_requests(
 
 
 def test_a_prestarted_child_is_the_one_the_next_run_leases() -> None:
-    from evalduck.flows.judge_process import prestart
+    from evalduck.flows.judge.process import prestart
 
     prestart()
     prestart()  # one is enough
@@ -217,7 +217,7 @@ def test_the_child_warms_litellm_up_on_a_mock_completion_that_nothing_sees(
     import litellm
     from litellm.integrations.custom_logger import CustomLogger
 
-    from evalduck.flows.judge_child import _CALLBACK_LISTS, _warm_up
+    from evalduck.flows.judge.child import _CALLBACK_LISTS, _warm_up
 
     for name in _CALLBACK_LISTS:  # as in a child: what earlier tests here registered is not there
         monkeypatch.setattr(litellm, name, [])
@@ -254,8 +254,8 @@ def test_a_warm_runs_judge_child_is_never_asked_of_another_users_socket(
     """In a run forked by the warm starter, judge children come from the starter's socket. Another user
     listening there (it would answer "started" and write pickles to the judge socket it was given) is sent
     nothing, not even the socket: the run starts its own judge child, whose answers are the real ones."""
-    from evalduck.flows import judge_process
-    from evalduck.flows.warm import child as warm_child
+    from evalduck.flows.judge import process as judge_process
+    from evalduck.flows.local.warm import child as warm_child
 
     sock = tmp_path / "warm.sock"
     with impostor(sock, "judge") as seen:

@@ -24,34 +24,29 @@ PACKAGE = "evalduck.flows"
 # belongs to the room of its longest matching member.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("settings", "prefect_settings", "config", "run_form")),  # options and environment; no Prefect
-    ("project", ("project", "project_config", "init_project", "schedules")),  # the project folder and its file
-    ("store", ("store", "redact")),  # the DuckDB results
-    ("inputs", ("datasets", "targets", "registry")),  # what a run is given, loaded and checked
-    ("engine", ("engine", "tasks")),  # execute(plan): steps, batches, dispatch, the Prefect tasks
-    ("judge", ("judge_process", "judge_child")),  # judge requests in a child process
-    ("report", ("artifacts", "gate", "display", "measures", "html_report")),  # what a run shows
-    ("run", ("prepare", "runtime", "report", "progress", "redacting_flow", "api_console", "api_watch")),
-    ("local", ("folder", "local_server", "idle", "server", "warm")),  # processes evalduck starts on this machine
-    ("flow", ("eval_flow", "regression_flow")),  # the Prefect flows (prefect.yaml names them)
+    ("project", ("project",)),  # the project folder and its file
+    ("store", ("store",)),  # the DuckDB results
+    ("inputs", ("inputs",)),  # what a run is given, loaded and checked
+    ("engine", ("engine",)),  # execute(plan): steps, batches, dispatch, the Prefect tasks
+    ("judge", ("judge",)),  # judge requests in a child process
+    ("report", ("report",)),  # what a run shows
+    ("run", ("run",)),  # prepare -> execute -> finish, around one run
+    ("local", ("local",)),  # processes evalduck starts on this machine
+    ("flow", ("eval_flow", "regression_flow", "warm")),  # the Prefect flows (prefect.yaml names them), old commands
     ("cli", ("cli",)),  # the `evalduck` commands
     ("face", ("", "launch")),  # the package's public names and the `evalduck` script
 )
 
 # (importer, imported), module names under evalduck.flows: upward imports still to be cut.
 ALLOWED_UPWARD: frozenset[tuple[str, str]] = frozenset({
-    ("settings", "project"),  # the default db and cache folder from the project file
-    ("settings", "project_config"),
-    ("api_console", "cli.summary"),  # the CLI's summary table, printed by run_evals
     # The one deliberate upward call: the warm starter's child runs what it launches (a CLI command or a flow).
-    ("warm.child", "cli"),
-    ("warm.child", "cli.run_stops"),
-    ("warm.child", "eval_flow"),
+    ("local.warm.child", "cli"),
+    ("local.warm.child", "cli.run_stops"),
+    ("local.warm.child", "eval_flow"),
 })
 
 # Function-level circles still to be cut, each as its set of modules.
-ALLOWED_CYCLES: frozenset[frozenset[str]] = frozenset({
-    frozenset({"config", "project_config", "settings"}),
-})
+ALLOWED_CYCLES: frozenset[frozenset[str]] = frozenset()
 
 Graph = Mapping[str, Iterable[tuple[str, str]]]  # module -> (imported module, "module" | "function")
 
@@ -102,7 +97,7 @@ def import_graph(root: Path = FLOWS) -> dict[str, set[tuple[str, str]]]:
             if dotted != PACKAGE and not dotted.startswith(PACKAGE + "."):
                 continue
             target = dotted[len(PACKAGE) + 1:]
-            # ``from evalduck.flows.warm import child`` imports warm.child (warm's __init__ runs as its parent)
+            # ``from evalduck.flows.local.warm import child`` imports warm.child (warm's __init__ runs as its parent)
             submodule = f"{target}.{imported}".lstrip(".")
             target = submodule if imported and submodule in paths else target
             if target in paths and target != name:

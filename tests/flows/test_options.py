@@ -9,7 +9,7 @@ import pytest
 
 from evalduck.flows import run_evals
 from evalduck.flows.config import EvalConfig, RunOptions
-from evalduck.flows.registry import build_scorers
+from evalduck.flows.inputs.registry import build_scorers
 from evalduck.scorers import ConfigError
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply
 

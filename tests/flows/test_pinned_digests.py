@@ -15,9 +15,9 @@ from pathlib import Path
 from evalduck.scorers import ScorerInput, create_textual_difference_scorer
 from evalduck.scorers._cache_key import hash_components
 
-from evalduck.flows.datasets import DatasetItem, dataset_from_rows
+from evalduck.flows.inputs.datasets import DatasetItem, dataset_from_rows
 from evalduck.flows.store.ids import item_id
-from evalduck.flows.targets import resolve_target
+from evalduck.flows.inputs.targets import resolve_target
 
 WHEN = datetime.date(2026, 1, 2)
 

@@ -1,6 +1,6 @@
 """The project file (evalduck.toml or [tool.evalduck]): found by walking up as git finds .git, checked
 against the run options it defaults, and the precedence CLI option > environment variable > file >
-built-in default (flows/project.py, flows/project_config.py)."""
+built-in default (flows/project/root.py, flows/project/file.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from evalduck.flows.config import EvalConfig
-from evalduck.flows.project import ProjectFileError, find_project, project_root
-from evalduck.flows.project_config import FILE_KEYS, file_defaults, resolve
+from evalduck.flows.project.root import ProjectFileError, find_project, project_root
+from evalduck.flows.project.file import FILE_KEYS, file_defaults, resolve
 
 
 def _project(tmp_path: Path, text: str, name: str = "evalduck.toml") -> Path:

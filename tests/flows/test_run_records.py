@@ -14,7 +14,7 @@ from prefect.client.orchestration import get_client
 
 from evalduck.flows import run_eval_config, run_evals
 from evalduck.flows.config import EvalConfig
-from evalduck.flows.redacting_flow import redacting_flow
+from evalduck.flows.run.redacting_flow import redacting_flow
 from evalduck.flows.store import DatasetMismatchError, Store
 
 from flow_helpers import rows

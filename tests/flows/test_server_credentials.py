@@ -1,4 +1,4 @@
-"""The folder server's credentials (flows/server/credentials.py): made once, readable by this user only, and
+"""The folder server's credentials (flows/local/install/credentials.py): made once, readable by this user only, and
 refused, never used, where another user could read or replace them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalduck.flows.server import ServeError, auth_path, folder_auth
+from evalduck.flows.local.install import ServeError, auth_path, folder_auth
 
 
 def test_made_once_for_this_user_only(tmp_path: Path) -> None:

@@ -6,26 +6,25 @@ from pathlib import Path
 
 import pytest
 
-import evalduck.flows.config
 import evalduck.flows.store
 from evalduck.flows import settings
+from evalduck.flows.project import defaults
 
 
 def test_db_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv(settings.DB_ENV, raising=False)
-    assert settings.default_db_path() == Path("evals.duckdb")
+    assert defaults.default_db_path() == Path("evals.duckdb")
     monkeypatch.setenv(settings.DB_ENV, str(tmp_path / "x.duckdb"))
-    assert settings.default_db_path() == tmp_path / "x.duckdb"
-    assert evalduck.flows.store.default_db_path is settings.default_db_path
+    assert defaults.default_db_path() == tmp_path / "x.duckdb"
+    assert evalduck.flows.store.default_db_path is defaults.default_db_path
 
 
 def test_cache_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv(settings.CACHE_DIR_ENV, raising=False)
-    assert settings.default_cache_dir() == Path(".evalduck/cache")
-    assert settings.default_cache_dir(tmp_path) == tmp_path / ".evalduck" / "cache"  # serve: the project folder
+    assert defaults.default_cache_dir() == Path(".evalduck/cache")
+    assert defaults.default_cache_dir(tmp_path) == tmp_path / ".evalduck" / "cache"  # serve: the project folder
     monkeypatch.setenv(settings.CACHE_DIR_ENV, "elsewhere")
-    assert settings.default_cache_dir(tmp_path) == Path("elsewhere")
-    assert evalduck.flows.config.default_cache_dir is settings.default_cache_dir
+    assert defaults.default_cache_dir(tmp_path) == Path("elsewhere")
 
 
 def test_cli_db_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -45,15 +44,15 @@ def test_cli_db_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
 
 def test_one_judge_model_variable() -> None:
     from evalduck import scorers
-    from evalduck.flows.registry import no_judge_message
+    from evalduck.flows.inputs.registry import no_judge_message
 
     assert evalduck.scorers.JUDGE_MODEL_ENV == "EVALDUCK_JUDGE_MODEL"
     assert evalduck.scorers.JUDGE_MODEL_ENV in no_judge_message("x")
 
 
 def test_serve_worker_gets_the_same_variables(tmp_path: Path) -> None:
-    from evalduck.flows.folder import STATE_DIR_ENV
-    from evalduck.flows.server import ServeOptions, worker_env
+    from evalduck.flows.local.folder import STATE_DIR_ENV
+    from evalduck.flows.local.install import ServeOptions, worker_env
 
     options = ServeOptions(project_dir=tmp_path, state_dir=tmp_path / "state", db_path=tmp_path / "e.duckdb",
                            cache_dir=tmp_path / "cache", host="127.0.0.1", port=4200, api_url=None,
@@ -74,7 +73,7 @@ def test_importing_the_flows_changes_nothing_in_the_process(tmp_path: Path) -> N
     code = (
         "import json, logging, os\n"
         "before = dict(os.environ)\n"
-        "import evalduck.flows.eval_flow, evalduck.flows.regression_flow, evalduck.flows.cli.run, evalduck.flows.judge_process as jp\n"
+        "import evalduck.flows.eval_flow, evalduck.flows.regression_flow, evalduck.flows.cli.run, evalduck.flows.judge.process as jp\n"
         "imported = {k: v for k, v in os.environ.items() if before.get(k) != v}\n"
         "filters = logging.getLogger('prefect.task_runs').filters\n"
         "from evalduck import run_evals\n"

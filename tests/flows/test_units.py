@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalduck.flows.artifacts import artifact_key, comparison_markdown, summary_rows, summary_table
-from evalduck.flows.registry import build_scorers
-from evalduck.flows.targets import TargetError, resolve_target
-from evalduck.flows.tasks import RateLimiter, StepCacheKey, chunk_key, is_transient
+from evalduck.flows.report.artifacts import artifact_key, comparison_markdown, summary_rows, summary_table
+from evalduck.flows.inputs.registry import build_scorers
+from evalduck.flows.inputs.targets import TargetError, resolve_target
+from evalduck.flows.engine.tasks import RateLimiter, StepCacheKey, chunk_key, is_transient
 from evalduck.scorers import PREBUILT, InvalidJudgeAnswer, JudgeConfigError, JudgeTransientError
 
 
@@ -184,7 +184,7 @@ def test_heartbeats_only_on_a_server_the_user_names_or_when_asked(monkeypatch: p
     joins Prefect's one-second-step heartbeat thread on exit (0-1 s per run)."""
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
-    from evalduck.flows.runtime import heartbeat_settings
+    from evalduck.flows.run.scope import heartbeat_settings
 
     for name in ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY"):
         monkeypatch.delenv(name, raising=False)
@@ -221,7 +221,7 @@ def test_deployment_flows_have_no_required_parameter() -> None:
 def test_a_mistyped_scorer_id_gets_a_suggestion_from_python_too() -> None:
     from evalduck.scorers import ConfigError
 
-    from evalduck.flows.registry import build_scorers
+    from evalduck.flows.inputs.registry import build_scorers
 
     with pytest.raises(ConfigError, match=r"got 'tone-scorr'; did you mean 'tone-scorer'\?$"):
         build_scorers(["tone-scorr"])

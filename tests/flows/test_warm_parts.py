@@ -17,8 +17,8 @@ import pytest
 from warm_impostor import NOBODY, impostor
 
 from evalduck.flows.launch import command_of
-from evalduck.flows.warm.starter import code_fingerprint
-from evalduck.flows.warm.wire import frozen_env, own_folder, socket_path
+from evalduck.flows.local.warm.starter import code_fingerprint
+from evalduck.flows.local.warm.wire import frozen_env, own_folder, socket_path
 
 
 @pytest.mark.parametrize(("args", "command"), [
@@ -64,7 +64,7 @@ def test_ephemeral_runs_never_ask_the_starter(
 ) -> None:
     import evalduck.flows.cli
     import evalduck.flows.launch
-    import evalduck.flows.warm.client
+    import evalduck.flows.local.warm.client
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("EVALDUCK_STATE_DIR", raising=False)
@@ -73,7 +73,7 @@ def test_ephemeral_runs_never_ask_the_starter(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     asked: list[list[str]] = []
-    monkeypatch.setattr(evalduck.flows.warm.client, "run_via_starter", lambda kind, a: asked.append(a))
+    monkeypatch.setattr(evalduck.flows.local.warm.client, "run_via_starter", lambda kind, a: asked.append(a))
     monkeypatch.setattr(evalduck.flows.cli, "main", lambda: None)
     monkeypatch.setattr("sys.argv", ["evalduck", "run", "data.jsonl", *args])
     evalduck.flows.launch.main()
@@ -127,11 +127,11 @@ def test_the_starter_refuses_a_socket_folder_that_is_not_only_its_users(tmp_path
     state.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
     env.update(QUIET, TMPDIR=str(temp))
-    code = "import sys, pathlib; from evalduck.flows.warm.wire import socket_path; print(socket_path(pathlib.Path(sys.argv[1])))"
+    code = "import sys, pathlib; from evalduck.flows.local.warm.wire import socket_path; print(socket_path(pathlib.Path(sys.argv[1])))"
     path = subprocess.run([sys.executable, "-c", code, str(state)], env=env, capture_output=True, text=True,
                           check=True).stdout.strip()
     assert Path(path).parent == folder
-    started = subprocess.run([sys.executable, "-P", "-m", "evalduck.flows.warm.starter", str(state)], env=env,
+    started = subprocess.run([sys.executable, "-P", "-m", "evalduck.flows.local.warm.starter", str(state)], env=env,
                              capture_output=True, text=True, timeout=60)
     assert started.returncode == 1 and "not serving:" in started.stderr, started.stderr
     assert "nothing of evalduck's is made or used there" in started.stderr
@@ -168,7 +168,7 @@ def test_off_linux_the_command_never_asks_a_starter(tmp_path: Path, monkeypatch:
     import select
     import socket
 
-    import evalduck.flows.warm.client
+    import evalduck.flows.local.warm.client
 
     sock = tmp_path / "warm.sock"
     (tmp_path / "serve.json").write_text(json.dumps({"starter_socket": str(sock)}))
@@ -176,8 +176,8 @@ def test_off_linux_the_command_never_asks_a_starter(tmp_path: Path, monkeypatch:
     with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as listener:
         listener.bind(str(sock))
         listener.listen(1)
-        monkeypatch.setattr(evalduck.flows.warm.client, "SUPPORTED", False)
-        assert evalduck.flows.warm.client.run_via_starter("cli", ["run", "data.jsonl"]) is None
+        monkeypatch.setattr(evalduck.flows.local.warm.client, "SUPPORTED", False)
+        assert evalduck.flows.local.warm.client.run_via_starter("cli", ["run", "data.jsonl"]) is None
         assert select.select([listener], [], [], 0)[0] == []  # nobody connected
 
 
@@ -199,8 +199,8 @@ def _others_folder(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
 
 
 ENSURE = """import json, os, sys, pathlib
-from evalduck.flows.server.processes import ensure_starter
-from evalduck.flows.server.state import ServeState
+from evalduck.flows.local.install.processes import ensure_starter
+from evalduck.flows.local.install.state import ServeState
 state = ensure_starter(pathlib.Path(sys.argv[1]), ServeState(api_url="", ui_url="", project_dir=os.getcwd()))
 print(json.dumps({"pid": state.starter_pid, "socket": state.starter_socket}))
 """
@@ -234,7 +234,7 @@ def test_a_sockets_folder_another_user_made_gets_no_starter_and_no_request(tmp_p
 def test_the_starter_gets_no_keys_of_the_run_that_started_it(tmp_path: Path) -> None:
     """A starter lives for many runs: the first run's provider keys and server credentials stay out of its
     environment (each run sends its own); what an interpreter and the preloads read at start stays in."""
-    from evalduck.flows.server.processes import start_starter
+    from evalduck.flows.local.install.processes import start_starter
 
     keys = {"OPENAI_API_KEY": "sk-1", "ANTHROPIC_API_KEY": "sk-2", "AWS_SECRET_ACCESS_KEY": "s3",
             "PREFECT_API_AUTH_STRING": "admin:pw", "PREFECT_API_KEY": "pnu", "GITHUB_TOKEN": "ghp", "MY_PASSWORD": "p"}
@@ -265,15 +265,15 @@ OFF_LINUX = """import json, os, select, socket, sys, pathlib
 how, state = sys.argv[1], pathlib.Path(sys.argv[2])
 # The server's modules first, with the real platform: the standard library's and pydantic's own macOS
 # branches are not what is tested; then the warm modules imported again as on the other platform.
-from evalduck.flows.server.processes import ensure_starter
-from evalduck.flows.server.state import ServeState
+from evalduck.flows.local.install.processes import ensure_starter
+from evalduck.flows.local.install.state import ServeState
 if how == "platform":
     sys.platform = "darwin"
 else:
     del os.pidfd_open  # a Linux without pidfds
-for name in [name for name in sys.modules if name.startswith("evalduck.flows.warm")]:
+for name in [name for name in sys.modules if name.startswith("evalduck.flows.local.warm")]:
     del sys.modules[name]
-from evalduck.flows.warm import child, client, renderer, starter, wire  # every module imports there
+from evalduck.flows.local.warm import child, client, renderer, starter, wire  # every module imports there
 assert not wire.SUPPORTED
 ensured = ensure_starter(state, ServeState(api_url="", ui_url="", project_dir=os.getcwd()))
 assert (ensured.starter_pid, ensured.starter_socket) == (None, None), ensured
@@ -308,19 +308,19 @@ def test_off_linux_no_starter_is_started_and_runs_go_in_their_own_process(tmp_pa
 def test_verbose_says_why_a_run_asked_no_starter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """A folder whose record names no starter yet (its first run): `-v` says so; without -v nothing."""
-    import evalduck.flows.warm.client
+    import evalduck.flows.local.warm.client
 
     monkeypatch.setenv("EVALDUCK_STATE_DIR", str(tmp_path))
-    assert evalduck.flows.warm.client.run_via_starter("cli", ["run", "data.jsonl"]) is None
+    assert evalduck.flows.local.warm.client.run_via_starter("cli", ["run", "data.jsonl"]) is None
     assert capsys.readouterr().err == ""
-    assert evalduck.flows.warm.client.run_via_starter("cli", ["-v", "run", "data.jsonl"]) is None
+    assert evalduck.flows.local.warm.client.run_via_starter("cli", ["-v", "run", "data.jsonl"]) is None
     assert capsys.readouterr().err == (f"evalduck: running in this process (no warm starter is recorded for "
                                        f"{tmp_path} yet)\n")
 
 
 NO_PIDFDS = """import os, sys
 del os.pidfd_open  # a Linux without pidfds: the starter exits at its start
-from evalduck.flows.warm import starter
+from evalduck.flows.local.warm import starter
 starter.main(sys.argv[1:])
 """
 
@@ -329,7 +329,7 @@ def test_verbose_says_why_the_recorded_starter_is_not_serving(tmp_path: Path, mo
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     """A starter that exits at its start leaves its reason in warm.json: the next run's `-v` prints it
     instead of only "no warm starter answered"."""
-    import evalduck.flows.warm.client
+    import evalduck.flows.local.warm.client
 
     env = {**os.environ, **QUIET}
     exited = subprocess.run([sys.executable, "-c", NO_PIDFDS, str(tmp_path)], env=env, capture_output=True,
@@ -340,6 +340,6 @@ def test_verbose_says_why_the_recorded_starter_is_not_serving(tmp_path: Path, mo
     record = {"starter_socket": str(tmp_path / "warm.sock"), "starter_pid": pid}
     (tmp_path / "serve.json").write_text(json.dumps(record))
     monkeypatch.setenv("EVALDUCK_STATE_DIR", str(tmp_path))
-    assert evalduck.flows.warm.client.run_via_starter("cli", ["-v", "run", "data.jsonl"]) is None
+    assert evalduck.flows.local.warm.client.run_via_starter("cli", ["-v", "run", "data.jsonl"]) is None
     said = capsys.readouterr().err
     assert said == f"evalduck: running in this process (the warm starter (pid {pid}) is not serving: {why})\n"

@@ -1,4 +1,4 @@
-"""The report's chart client (flows/warm/renderer.py) against real renderer processes: the SVG is the one drawn
+"""The report's chart client (flows/local/warm/renderer.py) against real renderer processes: the SVG is the one drawn
 in-process, and whenever the renderer is absent or dies mid-request the chart is drawn in-process instead.
 How the starter forks and ends its renderer: tests/e2e/test_warm_starter.py."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from warm_impostor import NOBODY, impostor
 
-from evalduck.flows.warm import renderer
+from evalduck.flows.local.warm import renderer
 
 # Above one SOCK_SEQPACKET datagram (~200 KB): the spec travels in a memory file.
 SPEC = {
@@ -24,8 +24,8 @@ SPEC = {
 }
 DIES_MID_REQUEST = """import os, sys
 from pathlib import Path
-from evalduck.flows.warm.renderer import bind
-from evalduck.flows.warm.wire import recv
+from evalduck.flows.local.warm.renderer import bind
+from evalduck.flows.local.warm.wire import recv
 listener = bind(Path(sys.argv[1]))
 print("listening", flush=True)
 conn, _ = listener.accept()
@@ -55,7 +55,7 @@ def in_process() -> str:
 def test_the_renderer_draws_what_in_process_drawing_does(tmp_path: Path, in_process: str) -> None:
     sock, log = tmp_path / "render.sock", tmp_path / "renderer.log"
     with log.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "evalduck.flows.warm.renderer", str(sock)], stderr=err)
+        proc = subprocess.Popen([sys.executable, "-m", "evalduck.flows.local.warm.renderer", str(sock)], stderr=err)
     try:
         wait_until("the renderer to be ready", lambda: "ready" in log.read_text())
         renderer.use_socket(str(sock))

@@ -51,7 +51,7 @@ def test_nothing_but_evalduck_at_the_top_level() -> None:
 def test_every_package_folder_is_installed(tmp_path: Path) -> None:
     """A wheel built from the checkout holds every package folder under evalduck/, with its data files."""
     source = tmp_path / "src"  # a copy: building in the checkout would leave a build/ folder there
-    top_only = {"tests", "bench", "docs", "datasets"}  # flows/datasets/ is a package: skip these at the top only
+    top_only = {"tests", "bench", "docs", "datasets"}  # flows/inputs/datasets/ is a package: skip these at the top only
 
     def ignore(folder: str, names: list[str]) -> set[str]:
         skipped = set(shutil.ignore_patterns(".venv*", ".git", "build", "*.egg-info", "__pycache__", ".evalduck")(folder, names))
@@ -69,7 +69,7 @@ def test_every_package_folder_is_installed(tmp_path: Path) -> None:
         for init in (CHECKOUT / folder).rglob("__init__.py"):
             rel = init.relative_to(CHECKOUT).as_posix()
             assert f"evalduck/{rel}" in names, rel
-    assert "evalduck/flows/store/macros.sql" in names and "evalduck/flows/html_report/templates/report.html.j2" in names
+    assert "evalduck/flows/store/macros.sql" in names and "evalduck/flows/report/html/templates/report.html.j2" in names
 
 
 def test_nothing_in_the_checkout_imports_the_old_names() -> None:

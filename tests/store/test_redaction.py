@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalduck.flows.redact import redact_url, redact_urls
+from evalduck.flows.store.redact import redact_url, redact_urls
 from evalduck.flows.store import Store
 
 

@@ -19,7 +19,7 @@ import pytest
 from pg_harness import postgres_server
 from test_schema import V3_RUNS
 
-from evalduck.flows.html_report import write_report
+from evalduck.flows.report.html import write_report
 from evalduck.flows.store import ScoreRow, Store, lake
 from evalduck.flows.store import store as store_module
 from evalduck.flows.store import schema as schema_module

@@ -1,0 +1,1 @@
+"""What a run is given, loaded and checked: datasets, targets and scorer specs (no Prefect)."""
