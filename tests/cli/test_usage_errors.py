@@ -1,6 +1,10 @@
-"""Usage errors of every command, through the real CLI in a subprocess: exit 2, one or two lines on stderr
-(`error: ...` and where help is), naming the option as typed, the value given and the choices or the rule,
-with no traceback, no pydantic URL, and decided before Prefect is imported."""
+"""Usage errors of every command: exit 2, one or two lines on stderr (`error: ...` and where help is), naming
+the option as typed, the value given and the choices or the rule, with no traceback, no pydantic URL, and
+decided before Prefect is imported.
+
+The matrix (``SIMPLE``) runs through typer's ``CliRunner`` in one fresh interpreter, which checks after each
+command that prefect is still not imported; the other tests run the CLI's entry point in a subprocess each,
+and one the installed `evalduck` script."""
 
 from __future__ import annotations
 
@@ -25,15 +29,18 @@ _ENTRY = (
 )
 
 
+def _work_folder(folder: Path) -> Path:
+    """``folder`` with a valid two-row dataset (`data.jsonl`) and an empty results file."""
+    rows = [{"id": "a", "input": "hi", "output": "hello"}, {"id": "b", "input": "bye", "output": "see you"}]
+    (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    Store(folder / "evals.duckdb")
+    return folder
+
+
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
-    """A folder with a valid two-row dataset (`data.jsonl`) and an empty results file; the commands run there."""
-    from evalduck.flows.store import Store
-
-    rows = [{"id": "a", "input": "hi", "output": "hello"}, {"id": "b", "input": "bye", "output": "see you"}]
-    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    Store(tmp_path / "evals.duckdb")
-    return tmp_path
+    """The folder the commands run in (``_work_folder``)."""
+    return _work_folder(tmp_path)
 
 
 def evalduck(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -42,6 +49,20 @@ def evalduck(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[s
         [sys.executable, "-c", _ENTRY, *args], cwd=cwd, capture_output=True, text=True, timeout=60,
         env={**environ, **env},
     )
+
+
+# Every command of the matrix through CliRunner in this one interpreter: (exit code, stdout, stderr + the note).
+_BATCH = (
+    "import json, sys\n"
+    "from typer.testing import CliRunner\n"
+    "from evalduck.flows.cli import app\n"
+    "runner, done = CliRunner(), []\n"
+    "for args in json.load(sys.stdin):\n"
+    "    r = runner.invoke(app, args, prog_name='evalduck')\n"
+    f"    note = '\\n{PREFECT_IMPORTED}\\n' if 'prefect' in sys.modules else ''\n"
+    "    done.append([r.exit_code, r.stdout, r.stderr + note])\n"
+    "print(json.dumps(done))\n"
+)
 
 
 def usage_error(done: subprocess.CompletedProcess[str], *expected: str) -> str:
@@ -113,9 +134,21 @@ SIMPLE = [
 ]
 
 
-@pytest.mark.parametrize(("args", "expected"), [case[1:] for case in SIMPLE], ids=[case[0] for case in SIMPLE])
-def test_usage_error(work: Path, args: tuple[str, ...], expected: tuple[str, ...]) -> None:
-    usage_error(evalduck(work, *args), *expected)
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every ``SIMPLE`` command's outcome, by test id, from one interpreter run in a ``work``-like folder."""
+    folder = _work_folder(tmp_path_factory.mktemp("matrix"))
+    environ = {k: v for k, v in os.environ.items() if k not in ("EVALDUCK_DB", "EVALDUCK_PORT", "PREFECT_API_URL")}
+    ran = subprocess.run([sys.executable, "-c", _BATCH], cwd=folder, capture_output=True, text=True, timeout=120,
+                         input=json.dumps([list(case[1]) for case in SIMPLE]), env=environ)
+    assert ran.returncode == 0, ran.stderr
+    return {case[0]: subprocess.CompletedProcess(list(case[1]), code, out, err)
+            for case, (code, out, err) in zip(SIMPLE, json.loads(ran.stdout), strict=True)}
+
+
+@pytest.mark.parametrize("case", SIMPLE, ids=[case[0] for case in SIMPLE])
+def test_usage_error(matrix: dict[str, subprocess.CompletedProcess[str]], case: tuple) -> None:
+    usage_error(matrix[case[0]], *case[2])
 
 
 def test_a_scorer_id_close_to_none_gets_no_suggestion(work: Path) -> None:
