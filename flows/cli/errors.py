@@ -23,11 +23,11 @@ from typing import Any, NoReturn
 import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
-from evalduck.errors import EvalduckError
-from evalduck.scorers import error_hint, error_rule
 from typer.core import TyperGroup
 
+from evalduck.errors import EvalduckError
 from evalduck.flows.report.text import literal
+from evalduck.scorers import error_hint, error_rule
 
 __all__ = ("OptionError", "UsageErrorsGroup", "describe", "fail", "label", "value_error", "config_error",
            "USAGE_ERROR", "FAILURE", "exit_code", "print_error")

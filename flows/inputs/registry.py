@@ -16,9 +16,18 @@ from typing import Any
 
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
-from evalduck.scorers import JUDGE_MODEL_ENV, PREBUILT, ConfigError, JudgeSettings, Scorer, describe_validation, load_scorer, locate_scorer
 
 from evalduck.flows.config import ScorerSpec
+from evalduck.scorers import (
+    JUDGE_MODEL_ENV,
+    PREBUILT,
+    ConfigError,
+    JudgeSettings,
+    Scorer,
+    describe_validation,
+    load_scorer,
+    locate_scorer,
+)
 
 __all__ = ("Skipped", "build_scorers", "no_judge_message")
 

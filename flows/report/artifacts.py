@@ -23,8 +23,8 @@ from prefect.artifacts import (
     aupdate_progress_artifact,
 )
 
-from evalduck.flows.report.text import md_code, md_text
 from evalduck.flows.report.gate import direction_note
+from evalduck.flows.report.text import md_code, md_text
 
 __all__ = ("artifact_key", "ProgressArtifact", "summary_rows", "summary_table", "summary_description",
            "publish_summary", "publish_comparison", "comparison_markdown")

@@ -8,9 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalduck.scorers import PREBUILT
-
 from evalduck.flows.report.gate import direction_label
+from evalduck.scorers import PREBUILT
 
 __all__ = ("scorer_descriptions", "measures_line")
 

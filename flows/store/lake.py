@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-
 from evalduck.scorers._context import ScorerInput
 from evalduck.scorers._messages import input_text, plain_text, split_sentences
 from evalduck.scorers._scorer import Scorer

@@ -17,7 +17,17 @@ from evalduck.scorers._messages import input_text
 from evalduck.scorers._scorer import Scorer
 from evalduck.scorers._step import JudgePrompt
 from evalduck.scorers.prebuilt._declare import prebuilt
-from evalduck.scorers.prebuilt._judged import ScaledJudgeOptions, YesNo, block, json_block, judge_scorer, reason_prompt, share_of, shortcut_reason, step_result
+from evalduck.scorers.prebuilt._judged import (
+    ScaledJudgeOptions,
+    YesNo,
+    block,
+    json_block,
+    judge_scorer,
+    reason_prompt,
+    share_of,
+    shortcut_reason,
+    step_result,
+)
 from evalduck.scorers.prebuilt._options import parse_options
 from evalduck.scorers.prebuilt._text import answer
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from flow_helpers import judge_scorer, rows
 from markupsafe import escape
 
 from evalduck.flows import run_evals
@@ -26,8 +27,6 @@ from evalduck.flows.report.html.data import gather
 from evalduck.flows.store import Store
 from evalduck.flows.store.tdist import t_quantile_975
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
-from flow_helpers import judge_scorer, rows
 
 N = 6
 CHANGED = "q-1"  # its output in run 2 is judged irrelevant, reads angry and is judged toxic ("hate")

@@ -5,12 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from judged import JUDGE
 
-from evalduck.scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_context_precision_scorer, create_context_relevance_scorer
+from evalduck.scorers import (
+    ConfigError,
+    InvalidJudgeAnswer,
+    NotScorable,
+    create_context_precision_scorer,
+    create_context_relevance_scorer,
+)
 from evalduck.scorers.prebuilt.context_precision import average_precision
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
-from judged import JUDGE
 
 QUESTION = "When was the Eiffel Tower completed?"
 CONTEXT = ["Bananas are yellow fruit.", "The Eiffel Tower was completed in 1889.", "Paris has many museums."]

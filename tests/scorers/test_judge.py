@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from evalduck import scorers
 import evalduck.scorers.judge
+from evalduck import scorers
 from evalduck.scorers import (
     InvalidJudgeAnswer,
     JudgeConfigError,
@@ -25,7 +25,8 @@ from evalduck.scorers import (
 )
 from evalduck.scorers import JudgeErrorKind as K
 from evalduck.scorers._judge import ask_judge
-from evalduck.scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY, FakeOpenAIServer, Reply
+from evalduck.scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply
 
 RUN = {"input": "Where is my parcel?", "output": "It ships tomorrow."}
 

@@ -8,12 +8,11 @@ import json
 from typing import Any
 
 import pytest
+from judged import JUDGE
 
 from evalduck.scorers import PREBUILT, Scorer, StepOutput
 from evalduck.scorers._judge import _parse, output_schema
 from evalduck.scorers.testing.fake_openai import default_responder, request_step
-
-from judged import JUDGE
 
 CONTEXT = ["The Eiffel Tower is in Paris.", "It was completed in 1889."]
 TOOL_OUTPUT = [

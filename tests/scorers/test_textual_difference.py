@@ -5,7 +5,6 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rapidfuzz.distance import Levenshtein
 
 from evalduck.scorers import ConfigError, ScorerInputError, ScorerResult, create_textual_difference_scorer

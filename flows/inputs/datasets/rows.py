@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from evalduck.flows.inputs.datasets.errors import DatasetError
+from evalduck.flows.store.ids import item_ids
 from evalduck.scorers import (
     canonical_json,
     check_context,
@@ -17,9 +20,6 @@ from evalduck.scorers import (
     check_tool_order,
     describe_validation,
 )
-
-from evalduck.flows.inputs.datasets.errors import DatasetError
-from evalduck.flows.store.ids import item_ids
 
 __all__ = ("BadRow", "DatasetItem", "Dataset", "dataset_from_rows", "validate_rows")
 

@@ -15,10 +15,10 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from evalduck.flows.report.text import visible, visible_rule
 from evalduck.flows.report.html.charts import deltas_svg, histograms_svg, trend_svg
 from evalduck.flows.report.html.data import ReportData
 from evalduck.flows.report.html.direction import direction_label
+from evalduck.flows.report.text import visible, visible_rule
 
 __all__ = ("render_html",)
 
