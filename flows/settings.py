@@ -72,6 +72,7 @@ PROCESS_ENV_DEFAULTS = {
 
 
 def apply_process_defaults() -> None:
+    """Set ``PROCESS_ENV_DEFAULTS`` in this process's environment where the user set nothing."""
     for key, value in PROCESS_ENV_DEFAULTS.items():
         os.environ.setdefault(key, value)
 

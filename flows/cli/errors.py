@@ -67,7 +67,7 @@ class OptionError(ClickUsageError, EvalduckError):  # type: ignore[misc, valid-t
 def exit_code(exc: EvalduckError) -> int:
     """The exit status of an error of the family that ends a command, decided here for every command: a
     usage error for the command line, the project file and a run reference that names no run, a failure for
-    the rest. (Reading commands say a store they cannot read is a usage error of --db: results.py.)"""
+    the rest. Reading commands say a store they cannot read is a usage error of --db (results.py)."""
     from evalduck.flows.project.root import ProjectFileError
     from evalduck.flows.store.errors import UnknownRunError
 

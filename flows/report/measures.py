@@ -15,7 +15,7 @@ __all__ = ("scorer_descriptions", "measures_line")
 
 
 def scorer_descriptions(config: Any) -> dict[str, str]:
-    """scorer id -> its description for a run of this stored config: what the run recorded of each scorer it
+    """Each scorer id -> its description for a run of this stored config: what the run recorded of each scorer it
     ran (`run_scorers`, custom scorers included), else, for a run recorded before that, the prebuilt
     catalogue's line."""
     described = {sid: p.description for sid, p in PREBUILT.items()}

@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -141,7 +142,7 @@ def test_two_workers_two_runs_at_once_a_worker_killed_every_cell_once(cluster: d
     killed = time.monotonic()
     flows = {"first": (first, "demo", {}), "second": (second, "nightly", {}), "third": (third, "smoke", DASK)}
     for name, (run, deployment, extra) in flows.items():
-        state = wait_for(f"{name} to finish or be orphaned", lambda: _ended_or_orphaned(api, run["id"], killed),
+        state = wait_for(f"{name} to finish or be orphaned", partial(_ended_or_orphaned, api, run["id"], killed),
                          timeout=300, every=0.5)
         if state == "ORPHANED":
             api.post(f"/flow_runs/{run['id']}/set_state",

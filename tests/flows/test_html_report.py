@@ -337,8 +337,8 @@ def test_user_strings_stay_text_in_the_page(tmp_path: Path) -> None:
 
 
 def test_the_page_writes_control_and_bidi_characters_as_escapes(tmp_path: Path) -> None:
-    """The CLI's rule (flows/report/text.py) for what the template writes: a run name, dataset, target and skip
-    reason holding U+202E or an ANSI escape show them as `\\u202e` and `\\x1b`; outside the page's data (read by
+    r"""The CLI's rule (flows/report/text.py) for what the template writes: a run name, dataset, target and skip
+    reason holding U+202E or an ANSI escape show them as `\u202e` and `\x1b`; outside the page's data (read by
     its script, which applies the same rule: the Chromium test above) no such character is left."""
     import re
 

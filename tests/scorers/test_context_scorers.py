@@ -54,7 +54,7 @@ def test_precision_sorts_by_index_and_scales(step_result: Any) -> None:
 def relevance(levels: list[str], used: list[bool], missing: int = 0) -> dict[str, Any]:
     evaluations = [
         {"context_index": i, "contextPiece": "p", "relevanceLevel": lv, "wasUsed": u, "reasoning": "r"}
-        for i, (lv, u) in enumerate(zip(levels, used))
+        for i, (lv, u) in enumerate(zip(levels, used, strict=True))
     ]
     return {"analyze": {"evaluations": evaluations, "missingContext": [f"m{i}" for i in range(missing)], "overallAssessment": "a"}}
 

@@ -29,7 +29,9 @@ def verdicts(*values: str) -> dict[str, Any]:
     claims = [f"claim {i}" for i in range(len(values))]
     return {
         "preprocess": {"claims": claims},
-        "analyze": {"verdicts": [{"statement": c, "verdict": v, "reason": "r"} for c, v in zip(claims, values)]},
+        "analyze": {
+            "verdicts": [{"statement": c, "verdict": v, "reason": "r"} for c, v in zip(claims, values, strict=True)]
+        },
     }
 
 

@@ -165,8 +165,9 @@ class TestClassification:
             assert getattr(copy, "retry_after", None) == getattr(error, "retry_after", None)
 
     def test_errors_pickle_whole_where_tblib_pickles_exceptions(self, server: FakeOpenAIServer) -> None:
-        """distributed installs tblib's pickling for every exception class defined when it is imported, which also
-        pickles an exception's __context__; litellm's exceptions cannot be unpickled, so ours must not carry one."""
+        """Dask's distributed installs tblib's pickling for every exception class defined when it is imported,
+        which also pickles an exception's __context__; litellm's exceptions cannot be unpickled, so ours must
+        not carry one."""
         import tblib.pickling_support
 
         for error in (failure(server, Reply.rate_limit(retry_after=3)), failure(server, Reply.http_error(404, "no"))):

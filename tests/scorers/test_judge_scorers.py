@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from typing import Any
 
 import pytest
@@ -57,7 +58,7 @@ def judged_in_process(scorer: Scorer, run: dict[str, Any]) -> dict[str, Any]:
         }
         assert request_step(request) == step.name
         answer = default_responder(request)
-        check = (lambda parsed: jp.check(ctx, parsed)) if jp.check else None
+        check = partial(jp.check, ctx) if jp.check else None
         results[step.name] = _parse(json.dumps(answer), jp.output_model, check)  # raises on an invalid answer
     return results
 

@@ -1,3 +1,6 @@
+"""The textual difference scorer: its four measures by hand, its fallbacks and options, and
+properties over random texts."""
+
 from __future__ import annotations
 
 import json

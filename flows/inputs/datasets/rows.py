@@ -164,7 +164,7 @@ def validate_rows(located: Sequence[tuple[str, Any]], source: str, *, path: str 
             expected_tool=r.expected_tool,
             expected_tool_order=r.expected_tool_order,
         )
-        for iid, (where, r) in zip(ids, rows)
+        for iid, (where, r) in zip(ids, rows, strict=True)
     ]
     digest = hashlib.sha256()
     for row in dumped:
