@@ -10,7 +10,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export DO_NOT_TRACK := 1
 
-.PHONY: venv venv-dev venv-shared demo test test-fast test-shared serve stop bench clean
+.PHONY: venv venv-dev venv-shared demo test test-fast test-shared lint serve stop bench clean
 
 venv: $(STAMP)
 
@@ -68,5 +68,10 @@ test: $(DEV_STAMP)
 test-fast: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q -m "not e2e and not harness and not dask and not subprocess"
 
+# ruff's checks ([tool.ruff] in pyproject.toml): pyflakes, bugbear, import order, google docstrings. It
+# only reports; `$(BIN)/ruff check --fix .` applies the safe fixes. CI fails on any finding.
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check .
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache *.egg-info

@@ -51,12 +51,12 @@ def main() -> None:
                 book = ledger.step(step)
                 if not changed:
                     book.items = {str(i): [k, "", {}] for i, k in enumerate(keys)}
-                for i, (c, k) in enumerate(zip(contexts, keys)):
+                for i, (c, k) in enumerate(zip(contexts, keys, strict=True)):
                     book.note(str(i), k, True, lambda c=c: ledger.parts(step, c))
             return run
 
         filled = CacheLedger(cache, refresh=False)
-        for i, (c, k) in enumerate(zip(contexts, keys)):
+        for i, (c, k) in enumerate(zip(contexts, keys, strict=True)):
             filled.step(step).note(str(i), k, False, lambda c=c: filled.parts(step, c))
 
         def save() -> None:

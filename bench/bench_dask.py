@@ -84,7 +84,6 @@ def main() -> None:
     from distributed import LocalCluster
 
     from evalduck.flows.engine.dispatch import threads_per_worker
-
     from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
     server = FakeOpenAIServer(latency=1.0, responder=_timed).start()

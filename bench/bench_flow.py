@@ -26,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+from itertools import pairwise
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,7 @@ class _JudgeProcess:
         by_item: dict[str, list[float]] = {}
         for at, tag in self.ask("arrivals") or []:
             by_item.setdefault(tag, []).append(at)
-        gaps = sorted(b - a - latency for times in by_item.values() for a, b in zip(times, times[1:]))
+        gaps = sorted(b - a - latency for times in by_item.values() for a, b in pairwise(times))
         if not gaps:
             return "no consecutive requests"
 

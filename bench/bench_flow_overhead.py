@@ -19,10 +19,10 @@ os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
 
 from prefect import flow, task  # noqa: E402
 from prefect.context import AsyncClientContext  # noqa: E402
-from evalduck.scorers import StepOutput  # noqa: E402
 
 from evalduck.flows.config import RunOptions  # noqa: E402
 from evalduck.flows.engine.tasks import Job, StepCacheKey, judge_step_task  # noqa: E402
+from evalduck.scorers import StepOutput  # noqa: E402
 
 WORK = Path(tempfile.mkdtemp(prefix="evalduck-bench-overhead-"))
 

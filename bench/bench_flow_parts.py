@@ -18,13 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_flow as b  # noqa: E402  (sets PREFECT_HOME and quiet logging first)
-
 from prefect import flow  # noqa: E402
 from prefect.context import AsyncClientContext  # noqa: E402
-from evalduck.scorers import Step, StepOutput, create_answer_relevancy_scorer  # noqa: E402
 
 from evalduck.flows.config import RunOptions  # noqa: E402
 from evalduck.flows.engine.tasks import Job, judge_step_task  # noqa: E402
+from evalduck.scorers import Step, StepOutput, create_answer_relevancy_scorer  # noqa: E402
 
 CONCURRENCY, LATENCY = 16, 1.0
 

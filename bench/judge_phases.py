@@ -18,6 +18,7 @@ import re
 import sys
 import threading
 import time
+from itertools import pairwise
 from typing import Any
 
 LATENCY_S = 1.0
@@ -60,7 +61,7 @@ def phases(log_path: str, t0: float, t1: float) -> None:
     starts, ends = [], []
     for steps in by_item.values():
         steps.sort()
-        for (a, s1), (b, s2) in zip(steps, steps[1:]):
+        for (a, s1), (b, s2) in pairwise(steps):
             gaps[f"{s1} -> {s2}"].append(b - a - LATENCY_S)
         starts.append(steps[0][0])
         ends.append(steps[-1][0] + LATENCY_S)

@@ -8,9 +8,19 @@ artifact's description, and a table artifact (as evalduck's summary) with an SVG
 natural size, saves screenshots, and stops the server. The finding (2026-12-01, Prefect 3.9.1): every image
 is drawn; see docs/architecture.md, "The HTML report". Rerun it after a Prefect upgrade.
 """
-import base64, json, os, socket, subprocess, sys, tempfile, time, signal
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
+
 import httpx
+
 
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p

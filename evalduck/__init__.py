@@ -10,10 +10,16 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from evalduck.errors import EvalduckError  # stdlib only: the base of every error evalduck raises
+from evalduck.errors import EvalduckError as EvalduckError  # stdlib only: the base of every error evalduck raises
 
+# For type checkers, which do not run __getattr__; `X as X` marks a re-export (the names are evalduck's API).
 if TYPE_CHECKING:
-    from evalduck.flows import EvalConfig, EvalResult, RunOptions, ScorerSpec, run_eval_config, run_evals
+    from evalduck.flows import EvalConfig as EvalConfig
+    from evalduck.flows import EvalResult as EvalResult
+    from evalduck.flows import RunOptions as RunOptions
+    from evalduck.flows import ScorerSpec as ScorerSpec
+    from evalduck.flows import run_eval_config as run_eval_config
+    from evalduck.flows import run_evals as run_evals
     from evalduck.scorers import *  # noqa: F403
 
 # The flows' public names; every other public name is the scorer library's (evalduck.scorers.__all__).

@@ -8,10 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
-from evalduck.scorers import PREBUILT, ConfigError, describe_validation, did_you_mean
 
 from evalduck.flows.run_form import ADVANCED, shape_run_form
-
+from evalduck.scorers import PREBUILT, ConfigError, describe_validation, did_you_mean
 
 __all__ = ("EvalConfig", "RunOptions", "bind_options", "ScorerSpec", "SCORER_IDS", "SCORER_ID_HELP", "is_import_path",
            "DEFAULT_SCORERS", "DEMO_CONFIG")

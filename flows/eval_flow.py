@@ -20,22 +20,22 @@ from prefect import get_run_logger
 from prefect.context import AsyncClientContext, FlowRunContext
 from prefect.exceptions import TerminationSignal
 from prefect.settings import get_current_settings
-from evalduck.scorers import ConfigError, JudgeTransport, Scorer, run_sync
 
-from evalduck.flows.run.console import end_promptly, print_summary, shown_run
-from evalduck.flows.run.watch import keep_result
-from evalduck.flows.report.artifacts import ProgressArtifact, artifact_key
 from evalduck.flows.config import DEFAULT_SCORERS, DEMO_CONFIG, EvalConfig, RunOptions, ScorerSpec, bind_options
-from evalduck.flows.inputs.datasets import Dataset
 from evalduck.flows.engine import FailFast, ItemResult, execute
 from evalduck.flows.engine.cache_ledger import cache_summary
+from evalduck.flows.inputs.datasets import Dataset
 from evalduck.flows.local.server import reuse_recorded_server
-from evalduck.flows.run.prepare import Prepared, Rows, prepare_run
-from evalduck.flows.run.redacting_flow import RedactingFlow, redacting_flow
-from evalduck.flows.run.progress import current_sink
+from evalduck.flows.report.artifacts import ProgressArtifact, artifact_key
+from evalduck.flows.run.console import end_promptly, print_summary, shown_run
 from evalduck.flows.run.finish import EvalResult, Report, eval_result, publish_report
+from evalduck.flows.run.prepare import Prepared, Rows, prepare_run
+from evalduck.flows.run.progress import current_sink
+from evalduck.flows.run.redacting_flow import RedactingFlow, redacting_flow
 from evalduck.flows.run.scope import heartbeat_settings, run_scope
+from evalduck.flows.run.watch import keep_result
 from evalduck.flows.settings import apply_process_defaults
+from evalduck.scorers import ConfigError, JudgeTransport, Scorer, run_sync
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult", "FailFast", "ScorerSpec")
 

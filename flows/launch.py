@@ -2,7 +2,8 @@
 the full CLI in this process otherwise.
 
 Only the standard library is imported before the choice: the CLI's own imports (typer, rich, pydantic,
-DuckDB) cost ~0.5 s, Prefect's 2-4 s more, and a run handed to the warm starter needs none of them here.
+DuckDB) and Prefect's are most of a later run's start (docs/benchmarks.md, section "Runs from the terminal
+with one local server per folder"), and a run handed to the warm starter needs none of them here.
 `evalduck run` goes to the starter unless it is ephemeral (CI, --ephemeral, EVALDUCK_EPHEMERAL=1); without
 a starter, or when it refuses, the command runs here exactly as before (flows/local/warm/client.py).
 """
@@ -32,6 +33,7 @@ def command_of(args: list[str]) -> str | None:
 
 
 def main() -> None:
+    """`evalduck ...`: a run through the folder's warm starter when it takes it, else the CLI here."""
     args = sys.argv[1:]
     if command_of(args) == "run" and "--ephemeral" not in args and not ephemeral():
         from evalduck.flows.local.warm.client import exit_like, run_via_starter

@@ -16,11 +16,11 @@ from prefect.artifacts import create_markdown_artifact
 from pydantic import BaseModel
 
 from evalduck.errors import EvalduckError
-from evalduck.flows.report.artifacts import artifact_key, comparison_markdown
 from evalduck.flows.config import DEMO_CONFIG, EvalConfig
-from evalduck.flows.report.text import md_code, md_text
 from evalduck.flows.eval_flow import EvalResult, run_eval_config
+from evalduck.flows.report.artifacts import artifact_key, comparison_markdown
 from evalduck.flows.report.gate import GateVerdict, gate, rule_text
+from evalduck.flows.report.text import md_code, md_text
 from evalduck.flows.run.redacting_flow import redacting_flow
 
 __all__ = ("regression_check", "RegressionDetected", "RegressionReport")

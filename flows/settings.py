@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 
 __all__ = (
     "DB_ENV",
@@ -73,6 +72,7 @@ PROCESS_ENV_DEFAULTS = {
 
 
 def apply_process_defaults() -> None:
+    """Set ``PROCESS_ENV_DEFAULTS`` in this process's environment where the user set nothing."""
     for key, value in PROCESS_ENV_DEFAULTS.items():
         os.environ.setdefault(key, value)
 

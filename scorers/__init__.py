@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from evalduck.scorers import prebuilt
 from evalduck.scorers._cache_key import canonical_json
 from evalduck.scorers._context import ScorerInput, StepContext, check_context, check_expected_tool, check_tool_order
 from evalduck.scorers._errors import (
@@ -39,7 +40,6 @@ from evalduck.scorers.judge import (
     LiteLLMTransport,
     complete,
 )
-from evalduck.scorers import prebuilt
 from evalduck.scorers.prebuilt import *  # noqa: F403 - PREBUILT, PrebuiltScorer and the sixteen factories (prebuilt.__all__)
 
 __all__ = (

@@ -130,7 +130,7 @@ def error_hint(error: Mapping[str, Any]) -> str:
 
 
 def describe_validation(exc: ValidationError, noun: str = "option", *, known: Sequence[str] = ()) -> str:
-    """pydantic errors as "`name` must ..., got value" parts joined by "; ".
+    """The pydantic errors as "`name` must ..., got value" parts joined by "; ".
 
     ``noun`` is what an unknown key is called ("unknown option `x`"); ``known``, when given, lists the keys
     there are after it ("(fields: id, input)"). A required key that is absent is "missing `name`"; a

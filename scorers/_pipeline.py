@@ -77,7 +77,7 @@ async def walk_steps(states: Sequence[PipelineState], run_step: RunStep) -> None
         outs = await run_step(step, [s.context(step) for s in live])
         if len(outs) != len(live):
             raise ValueError(f"{step.label}: {len(outs)} results for {len(live)} items")
-        for state, out in zip(live, outs):
+        for state, out in zip(live, outs, strict=True):
             if isinstance(out, BaseException):
                 state.fail(step, out)
             else:

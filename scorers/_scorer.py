@@ -45,7 +45,8 @@ class Scorer:
     def with_source(self) -> Scorer:
         """This scorer with each step's code digest taken now (``Step.with_source``): what a run keys on."""
         steps = tuple(s.with_source() for s in self.steps)
-        return self if all(a is b for a, b in zip(steps, self.steps)) else dataclasses.replace(self, steps=steps)
+        unchanged = all(a is b for a, b in zip(steps, self.steps, strict=True))
+        return self if unchanged else dataclasses.replace(self, steps=steps)
 
     def step(self, name: str) -> Step:
         """The step called ``name``."""
@@ -141,11 +142,14 @@ def create_scorer(
     Args:
         id: stable id, e.g. "my-scorer" (lowercase letters, digits, ".", "_", "-").
         generate_score: ``fn(ctx) -> number`` (sync or async); ``ctx.results`` holds earlier results.
-        preprocess, analyze, generate_reason: a function or a ``JudgePrompt``.
+        preprocess: the first step, a function or a ``JudgePrompt`` (e.g. extracting claims).
+        analyze: the step after it, a function or a ``JudgePrompt`` (e.g. one verdict per claim).
+        generate_reason: the last step, after the score, a function or a ``JudgePrompt`` that explains it.
         version: part of every cache key. A run also keys each step on its code: the whole source of the
             module that defines the step's function and of the user's own modules it imports, so an edit
             there re-runs the step without a version bump (bump it for a change outside those files).
         higher_is_better: the score's direction; False when a rise is a regression (a share of bad items).
+        description: one line saying what the scorer measures, stored with runs and shown in reports.
         instructions: the judge's system message.
         judge: settings for judge steps (model string or partial settings; the model defaults to
             $EVALDUCK_JUDGE_MODEL). Needed only when a step is a JudgePrompt.

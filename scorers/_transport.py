@@ -19,7 +19,13 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from evalduck.scorers._errors import JudgeConfigError, JudgeError, JudgeErrorKind, JudgeRequestError, JudgeTransientError
+from evalduck.scorers._errors import (
+    JudgeConfigError,
+    JudgeError,
+    JudgeErrorKind,
+    JudgeRequestError,
+    JudgeTransientError,
+)
 from evalduck.scorers._result import JudgeUsage
 
 if TYPE_CHECKING:

@@ -85,7 +85,9 @@ def main() -> None:
     app()
 
 
-# Command modules register themselves on import (one line each; keep this block last).
+# Command modules register themselves on import (one line each; keep this block last), in the order
+# `evalduck --help` lists them: hence no import sorting here.
+# isort: off
 from evalduck.flows.cli import results  # noqa: E402,F401
 from evalduck.flows.cli import report  # noqa: E402,F401
 from evalduck.flows.cli import run  # noqa: E402,F401
@@ -93,3 +95,4 @@ from evalduck.flows.cli import serve  # noqa: E402,F401
 from evalduck.flows.cli import init  # noqa: E402,F401
 from evalduck.flows.cli import schedule  # noqa: E402,F401
 from evalduck.flows.cli import status  # noqa: E402,F401
+# isort: on

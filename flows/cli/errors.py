@@ -23,11 +23,11 @@ from typing import Any, NoReturn
 import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
-from evalduck.errors import EvalduckError
-from evalduck.scorers import error_hint, error_rule
 from typer.core import TyperGroup
 
+from evalduck.errors import EvalduckError
 from evalduck.flows.report.text import literal
+from evalduck.scorers import error_hint, error_rule
 
 __all__ = ("OptionError", "UsageErrorsGroup", "describe", "fail", "label", "value_error", "config_error",
            "USAGE_ERROR", "FAILURE", "exit_code", "print_error")
@@ -67,7 +67,7 @@ class OptionError(ClickUsageError, EvalduckError):  # type: ignore[misc, valid-t
 def exit_code(exc: EvalduckError) -> int:
     """The exit status of an error of the family that ends a command, decided here for every command: a
     usage error for the command line, the project file and a run reference that names no run, a failure for
-    the rest. (Reading commands say a store they cannot read is a usage error of --db: results.py.)"""
+    the rest. Reading commands say a store they cannot read is a usage error of --db (results.py)."""
     from evalduck.flows.project.root import ProjectFileError
     from evalduck.flows.store.errors import UnknownRunError
 

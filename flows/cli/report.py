@@ -11,8 +11,8 @@ import typer
 from evalduck.flows.cli import app, fail
 from evalduck.flows.cli.errors import label, value_error
 from evalduck.flows.cli.results import _consoles, _store
-from evalduck.flows.report.text import literal
 from evalduck.flows.report.html import DEFAULT_LAST, write_report
+from evalduck.flows.report.text import literal
 
 __all__ = ("report", "ui_url")
 

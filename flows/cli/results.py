@@ -19,12 +19,12 @@ from rich.table import Table
 from evalduck.flows.cli import app, db_path, fail
 from evalduck.flows.cli.errors import USAGE_ERROR, label, print_error, value_error
 from evalduck.flows.report.fit import console_width, fit
-from evalduck.flows.report.text import literal
 from evalduck.flows.report.gate import direction_note, gate, rule_text
 from evalduck.flows.report.html import sparkline, trend_by_scorer
 from evalduck.flows.report.html.reader import store_records
 from evalduck.flows.report.measures import scorer_descriptions
 from evalduck.flows.report.summary import measures_table
+from evalduck.flows.report.text import literal
 from evalduck.flows.store import RunRecord, Store, StoreError
 
 __all__ = ("runs", "show", "compare", "sql")

@@ -16,12 +16,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from rich.console import Console
 
-from evalduck.flows.cli import app, db_path
 from evalduck.errors import EvalduckError
+from evalduck.flows.cli import app, db_path
 from evalduck.flows.cli.errors import FAILURE, config_error, exit_code
-from evalduck.flows.report.fit import console_width
 from evalduck.flows.cli.run_checks import calls_models, check_usage
-from evalduck.flows.report.summary import print_result
 from evalduck.flows.cli.run_stops import (
     Terminated,
     disk_error,
@@ -31,8 +29,10 @@ from evalduck.flows.cli.run_stops import (
     stop_disk,
     stop_locked,
 )
-from evalduck.flows.report.text import literal
 from evalduck.flows.config import DEFAULT_SCORERS, SCORER_ID_HELP
+from evalduck.flows.report.fit import console_width
+from evalduck.flows.report.summary import print_result
+from evalduck.flows.report.text import literal
 
 if TYPE_CHECKING:
     from evalduck.flows.config import EvalConfig
@@ -49,13 +49,13 @@ def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tu
     outlives the run (so its flow run page is worth printing), whether evalduck started it (no heartbeats
     there, flows/run/scope.py) and the folder server's credentials (flows/local/install/credentials.py), for ``_api``;
     says which in one line."""
+    from evalduck.flows.local.install import ServeError, answers, configured_api_url
     from evalduck.flows.local.server import (
         ephemeral,
         local_server,
         project_state_dir,
         run_scoped_server,
     )
-    from evalduck.flows.local.install import ServeError, answers, configured_api_url
 
     configured = configured_api_url()
     if configured:
@@ -229,10 +229,10 @@ def _config(ctx: typer.Context, values: dict[str, Any]) -> EvalConfig:
 
 def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemeral: bool) -> tuple[Any, str | None, bool]:
     """The run, on the server this folder's runs use; its errors as one line and an exit status."""
-    from evalduck.flows.run.watch import lost_line, watch_api
     from evalduck.flows.eval_flow import run_eval_config
     from evalduck.flows.run.progress import RichProgress, use_sink
     from evalduck.flows.run.scope import heartbeat_settings
+    from evalduck.flows.run.watch import lost_line, watch_api
 
     with contextlib.ExitStack() as stack:
         api_url, lasting, ours, auth = _server_for_run(err, ephemeral, stack)

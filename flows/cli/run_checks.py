@@ -22,12 +22,10 @@ __all__ = ("check_usage", "calls_models")
 def check_usage(ctx: typer.Context, config: EvalConfig) -> None:
     """What EvalConfig cannot see: a scorer given twice, the dataset file and its rows, whether the target
     resolves, and whether the run to resume is in the database. Usage errors exit 2; bad rows exit 1."""
+    from evalduck.flows.config import is_import_path
     from evalduck.flows.inputs.datasets import DatasetPathError, load_dataset
     from evalduck.flows.inputs.targets import TargetError, resolve_target
-
     from evalduck.scorers import locate_scorer
-
-    from evalduck.flows.config import is_import_path
 
     ids = [s.id for s in config.scorers]
     twice = next((i for n, i in enumerate(ids) if i in ids[:n]), None)

@@ -9,8 +9,8 @@ from typing import Any
 import typer
 
 from evalduck.flows.cli.errors import fail
-from evalduck.flows.project.root import CONFIG_FILE
 from evalduck.flows.project.file import ProjectFileError, run_settings
+from evalduck.flows.project.root import CONFIG_FILE
 
 __all__ = ("with_project_defaults",)
 

@@ -28,9 +28,9 @@ Name = Annotated[str, typer.Argument(help="The deployment, e.g. nightly (or flow
 
 def _switch(name: str, active: bool) -> None:
     from evalduck.flows.local.folder import project_state_dir
+    from evalduck.flows.local.install import client_auth, configured_api_url, read_state
     from evalduck.flows.local.server import recorded_server
     from evalduck.flows.project.schedules import switch_schedules
-    from evalduck.flows.local.install import client_auth, configured_api_url, read_state
 
     api_url, auth = configured_api_url(), None
     if api_url is None:

@@ -11,9 +11,9 @@ from rich.console import Console
 
 from evalduck.flows.cli import app, db_path, fail
 from evalduck.flows.cli.errors import label, value_error
-from evalduck.flows.report.text import literal
-from evalduck.flows.project.root import project_root
 from evalduck.flows.project.defaults import default_cache_dir
+from evalduck.flows.project.root import project_root
+from evalduck.flows.report.text import literal
 from evalduck.flows.settings import CACHE_DIR_ENV
 
 _console = Console(highlight=False, soft_wrap=True)

@@ -8,8 +8,8 @@ from rich.table import Table
 
 from evalduck.flows.cli import app
 from evalduck.flows.cli.serve import StateDir
-from evalduck.flows.report.text import literal
 from evalduck.flows.local.folder import project_state_dir
+from evalduck.flows.report.text import literal
 
 _console = Console(highlight=False, soft_wrap=True)
 

@@ -33,11 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalduck.scorers import PREBUILT, ScorerInput, Step, StepContext, canonical_json
-from evalduck.scorers._cache_key import KEY_FORMAT_VERSION, SourceDigest, module_digest
-
 from evalduck.flows.inputs.datasets import DatasetItem
 from evalduck.flows.inputs.targets import Target
+from evalduck.scorers import PREBUILT, ScorerInput, Step, StepContext, canonical_json
+from evalduck.scorers._cache_key import KEY_FORMAT_VERSION, SourceDigest, module_digest
 
 __all__ = ("CacheLedger", "CacheLine", "StepBook", "cache_summary", "changed_parts", "changed_files", "own_parts",
            "run_parts", "step_files", "step_parts", "target_parts", "FOLDER")

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from evalduck.scorers import NotScorable, PipelineState, Scorer, StepOutput
-
 from evalduck.flows.store import ScoreRow
+from evalduck.scorers import NotScorable, PipelineState, Scorer, StepOutput
 
 __all__ = ("cell_row", "error_row", "error_text", "usage_fields")
 

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from prefect import Task
 from prefect.states import State, exception_to_failed_state
-from evalduck.scorers import ConfigError, JudgeTransport, Scorer, Step, StepContext
 
+from evalduck.flows.engine.tasks import Job, RateLimiter, run_code_step
 from evalduck.flows.inputs.datasets import DatasetItem
 from evalduck.flows.inputs.targets import Target
-from evalduck.flows.engine.tasks import Job, RateLimiter, run_code_step
+from evalduck.scorers import ConfigError, JudgeTransport, Scorer, Step, StepContext
 
 if TYPE_CHECKING:
     from evalduck.flows.engine.plan import RunPlan

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
-from evalduck.errors import EvalduckError
-from evalduck.scorers import JudgeTransport, LiteLLMTransport, Scorer, ScorerInput
 
+from evalduck.errors import EvalduckError
 from evalduck.flows.config import RunOptions
 from evalduck.flows.inputs.datasets import DatasetItem
 from evalduck.flows.inputs.registry import Skipped
-from evalduck.flows.store import ScoreRow, Store
 from evalduck.flows.inputs.targets import Target
+from evalduck.flows.store import ScoreRow, Store
+from evalduck.scorers import JudgeTransport, LiteLLMTransport, Scorer, ScorerInput
 
 if TYPE_CHECKING:
     from evalduck.flows.engine.dispatch import Dispatch

@@ -28,17 +28,17 @@ import asyncio
 import hashlib
 import json
 import threading
-from dataclasses import dataclass
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 import cloudpickle
 from distributed.diagnostics.plugin import WorkerPlugin
-from evalduck.scorers import PREBUILT, ConfigError, LiteLLMTransport, Scorer, StepContext, StepOutput, canonical_json
 
 from evalduck.flows.inputs.datasets import DatasetItem
 from evalduck.flows.inputs.targets import Target
+from evalduck.scorers import PREBUILT, ConfigError, LiteLLMTransport, Scorer, StepContext, StepOutput, canonical_json
 
 if TYPE_CHECKING:
     from prefect import Task
@@ -183,7 +183,9 @@ class RemoteCodeStep:
     contexts: list[StepContext]
 
     async def __call__(self) -> list[dict[str, Any]]:
-        from evalduck.flows.engine.tasks import run_code_step  # evalduck.flows.engine.tasks imports prefect: on the worker, it is there
+        from evalduck.flows.engine.tasks import (
+            run_code_step,  # evalduck.flows.engine.tasks imports prefect: on the worker, it is there
+        )
 
         return await run_code_step(self.scorer.step(self.step_name), self.contexts)
 

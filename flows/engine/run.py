@@ -17,13 +17,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalduck.scorers import PipelineState, Scorer, walk_steps
-
 from evalduck.flows.engine.batches import StepBatcher
 from evalduck.flows.engine.cells import cell_row, error_row
 from evalduck.flows.engine.plan import FailFast, ItemResult, ItemState, MisconfiguredRun, RunPlan, StoreWriteError
 from evalduck.flows.engine.steps import StepFailed, StepRunner
 from evalduck.flows.store import ResultWriter, ScoreRow
+from evalduck.scorers import PipelineState, Scorer, walk_steps
 
 __all__ = ("Run",)
 

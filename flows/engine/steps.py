@@ -13,16 +13,23 @@ from typing import Any
 
 from prefect import Task
 from prefect.states import aget_state_exception
-from evalduck.errors import EvalduckError
-from evalduck.scorers import JudgeConfigError, NotScorable, RunStep, Step, StepContext, StepOutput
 
-from evalduck.flows.inputs.datasets import DatasetItem
+from evalduck.errors import EvalduckError
 from evalduck.flows.engine.batches import StepBatcher
 from evalduck.flows.engine.cache_ledger import CacheLedger, target_parts
 from evalduck.flows.engine.cells import error_text
 from evalduck.flows.engine.dispatch import LocalDispatch
 from evalduck.flows.engine.plan import MisconfiguredRun, RunPlan
-from evalduck.flows.engine.tasks import NOT_SCORABLE, RateLimiter, chunk_key, code_chunk_task, judge_step_task, target_task
+from evalduck.flows.engine.tasks import (
+    NOT_SCORABLE,
+    RateLimiter,
+    chunk_key,
+    code_chunk_task,
+    judge_step_task,
+    target_task,
+)
+from evalduck.flows.inputs.datasets import DatasetItem
+from evalduck.scorers import JudgeConfigError, NotScorable, RunStep, Step, StepContext, StepOutput
 
 __all__ = ("StepFailed", "StepRunner", "span")
 

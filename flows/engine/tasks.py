@@ -24,9 +24,9 @@ from prefect.client.schemas.objects import TaskRun
 from prefect.context import TaskRunContext
 from prefect.states import State, aget_state_exception
 from prefect.tasks import exponential_backoff
-from evalduck.scorers import JudgeConfigError, JudgeTransientError, NotScorable, Step, StepContext
 
 from evalduck.flows.config import RunOptions
+from evalduck.scorers import JudgeConfigError, JudgeTransientError, NotScorable, Step, StepContext
 
 __all__ = (
     "StepCacheKey",

@@ -16,9 +16,18 @@ from typing import Any
 
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
-from evalduck.scorers import JUDGE_MODEL_ENV, PREBUILT, ConfigError, JudgeSettings, Scorer, describe_validation, load_scorer, locate_scorer
 
 from evalduck.flows.config import ScorerSpec
+from evalduck.scorers import (
+    JUDGE_MODEL_ENV,
+    PREBUILT,
+    ConfigError,
+    JudgeSettings,
+    Scorer,
+    describe_validation,
+    load_scorer,
+    locate_scorer,
+)
 
 __all__ = ("Skipped", "build_scorers", "no_judge_message")
 
@@ -35,6 +44,7 @@ class Skipped:
 
 
 def no_judge_message(scorer_id: str) -> str:
+    """Why a judge scorer is skipped without a judge model, and the two ways to give it one."""
     return (
         f"{scorer_id} skipped: no judge model. Set {JUDGE_MODEL_ENV} (e.g. openai/gpt-4o-mini) with the "
         "provider's key (e.g. OPENAI_API_KEY), or use a local OpenAI-compatible server with --judge-model "

@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from evalduck.errors import EvalduckError
+from evalduck.flows.inputs.datasets import DatasetItem
 from evalduck.scorers import JudgeSettings, JudgeTransport, canonical_json, complete
 from evalduck.scorers._cache_key import SourceDigest, code_digest
-
-from evalduck.flows.inputs.datasets import DatasetItem
 
 __all__ = ("Target", "resolve_target", "TargetError")
 

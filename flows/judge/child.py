@@ -28,10 +28,10 @@ _CALLBACK_LISTS = ("callbacks", "success_callback", "_async_success_callback", "
 
 
 async def _warm_up() -> None:
-    """litellm's first completion in a process costs ~0.5-0.7 s here (lazy imports, pydantic models built on
-    first use), each later one ~15-25 ms. A mock completion (``mock_response``: nothing leaves the process)
-    pays it while the parent still sets up its run, instead of the run's first judge requests. Skipped when
-    litellm has a logging callback, which would record the mock call."""
+    """Pays for litellm's first completion in the process, far dearer than later ones (lazy imports, pydantic
+    models built on first use: docs/benchmarks.md, section "Judge-bound later runs"), while the parent still
+    sets up its run rather than on its first judge requests. A mock completion (``mock_response``): nothing
+    leaves the process. Skipped when litellm has a logging callback, which would record the mock call."""
     import litellm
 
     if any(getattr(litellm, name, None) for name in _CALLBACK_LISTS):

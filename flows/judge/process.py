@@ -37,12 +37,10 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
-from evalduck.scorers import JudgeSettings, JudgeTransientError, JudgeUsage
-
 from evalduck.flows.judge.child import child_main  # the child's entry point, also named from here
+from evalduck.scorers import JudgeSettings, JudgeTransientError, JudgeUsage
 
 __all__ = (
     "JudgeProcess",

@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from evalduck.flows.local.folder import EPHEMERAL_ENV, STATE_DIR_ENV, ephemeral, project_state_dir, running_here
-from evalduck.flows.settings import IDLE_TIMEOUT_ENV, idle_timeout
 from evalduck.flows.local.install import (
     DEFAULT_PORT,
     RUNS_ONLY_SERVICES_OFF,
@@ -59,6 +58,7 @@ from evalduck.flows.local.install import (
     write_state,
 )
 from evalduck.flows.local.warm.wire import starter_refusal
+from evalduck.flows.settings import IDLE_TIMEOUT_ENV, idle_timeout
 
 __all__ = (
     "EPHEMERAL_ENV",

@@ -63,12 +63,12 @@ def switch_schedules(api_url: str, name: str, active: bool) -> Switched:
         with temporary_settings({PREFECT_API_URL: api_url}), get_client(sync_client=True) as client:
             deployments = client.read_deployments()
             names = _full_names(client, deployments)
-            matches = [d for d, full in zip(deployments, names) if name in (d.name, full)]
+            matches = [d for d, full in zip(deployments, names, strict=True) if name in (d.name, full)]
             if not matches:
                 there = ", ".join(sorted({d.name for d in deployments})) or "none (run `evalduck serve` to deploy prefect.yaml)"
                 raise ScheduleError(f"no deployment {name!r} on {api_url}; deployments: {there}")
             if len(matches) > 1:
-                both = ", ".join(full for d, full in zip(deployments, names) if d in matches)
+                both = ", ".join(full for d, full in zip(deployments, names, strict=True) if d in matches)
                 raise ScheduleError(f"{name!r} names {len(matches)} deployments ({both}): give flow/deployment")
             (deployment,) = matches
             if not deployment.schedules:

@@ -23,8 +23,8 @@ from prefect.artifacts import (
     aupdate_progress_artifact,
 )
 
-from evalduck.flows.report.text import md_code, md_text
 from evalduck.flows.report.gate import direction_note
+from evalduck.flows.report.text import md_code, md_text
 
 __all__ = ("artifact_key", "ProgressArtifact", "summary_rows", "summary_table", "summary_description",
            "publish_summary", "publish_comparison", "comparison_markdown")
@@ -128,6 +128,8 @@ def summary_description(run_id: str, n_items: int, report: Path | None, trend_ur
 
 
 async def publish_summary(key: str, rows: list[dict[str, Any]], description: str) -> None:
+    """The run's summary as a table artifact in Prefect; a failure is logged, never raised: an artifact is a
+    view of results the store already holds."""
     try:
         await acreate_table_artifact(table=rows, key=key, description=description)
     except Exception:  # noqa: BLE001
@@ -167,6 +169,7 @@ def comparison_markdown(rows: Sequence[Mapping[str, Any]], run_a: str, run_b: st
 
 
 async def publish_comparison(key: str, markdown: str, description: str) -> None:
+    """The comparison as a markdown artifact; a failure is logged, never raised, as for the summary."""
     try:
         await acreate_markdown_artifact(markdown=markdown, key=key, description=description)
     except Exception:  # noqa: BLE001

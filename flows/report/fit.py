@@ -82,7 +82,7 @@ def fit(console: Console, table: Table, drop: Sequence[str] = ()) -> RenderableT
         if sum(high for _, high in ranges) <= room:
             break
         if sum(low for low, _ in ranges) <= room:
-            for column, w, (_, high) in zip(columns, _widths(ranges, room), ranges):
+            for column, w, (_, high) in zip(columns, _widths(ranges, room), ranges, strict=True):
                 if w < high:
                     column.width = w
             break
@@ -103,10 +103,10 @@ def _blocks(table: Table) -> RenderableType:
     """Each row as its first cell on a line, then its other cells as `header: value`, wrapped."""
     columns = table.columns
     parts: list[RenderableType] = [] if table.title is None else [Text.assemble(table.title, style="italic")]
-    for cells in zip(*(c.cells for c in columns)):
+    for cells in zip(*(c.cells for c in columns), strict=True):
         parts.append(Text.assemble(cells[0], style="bold"))
         line = Text("  ")
-        for k, (column, cell) in enumerate(zip(columns[1:], cells[1:])):
+        for k, (column, cell) in enumerate(zip(columns[1:], cells[1:], strict=True)):
             line.append_text(Text.assemble(("; " if k else ""), (_name(column) + ": ", "dim"), cell))
         parts.append(line)
     if table.caption is not None:

@@ -33,6 +33,7 @@ def higher_is_better(row: Mapping[str, Any]) -> bool:
 
 
 def direction_label(higher_is_better: bool) -> str:
+    """The one wording of a scorer's direction, for every display."""
     return "higher is better" if higher_is_better else "lower is better"
 
 

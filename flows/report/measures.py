@@ -8,15 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalduck.scorers import PREBUILT
-
 from evalduck.flows.report.gate import direction_label
+from evalduck.scorers import PREBUILT
 
 __all__ = ("scorer_descriptions", "measures_line")
 
 
 def scorer_descriptions(config: Any) -> dict[str, str]:
-    """scorer id -> its description for a run of this stored config: what the run recorded of each scorer it
+    """Each scorer id -> its description for a run of this stored config: what the run recorded of each scorer it
     ran (`run_scorers`, custom scorers included), else, for a run recorded before that, the prebuilt
     catalogue's line."""
     described = {sid: p.description for sid, p in PREBUILT.items()}

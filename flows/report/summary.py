@@ -11,11 +11,11 @@ from typing import Any
 from rich.console import Console, RenderableType
 from rich.table import Table
 
-from evalduck.flows.report.fit import fit
-from evalduck.flows.report.text import literal, shell_word
 from evalduck.flows.prefect_settings import ui_url_for
+from evalduck.flows.report.fit import fit
 from evalduck.flows.report.gate import direction_note
 from evalduck.flows.report.measures import measures_line
+from evalduck.flows.report.text import literal, shell_word
 
 __all__ = ("print_result", "summary_table")
 
@@ -77,7 +77,6 @@ def _measures(result: Any) -> Table:
 def print_result(out: Console, err: Console, result: Any, api_url: str | None, lasting: bool) -> None:
     """The summary table, what each scorer measures, the cache's table and where to look next; ``lasting``:
     the server outlives this process, so a link to the flow run is worth printing."""
-
     out.print(summary_table(result, out))
     if result.summary["scorers"]:
         out.print(fit(out, _measures(result)))

@@ -29,8 +29,8 @@ def _shown(char: str) -> str:
 
 
 def visible(value: object, keep: str = "") -> str:
-    """``str(value)`` with each control character written as its Python escape (ESC as ``\\x1b``, a
-    newline as ``\\n``), except those in ``keep``."""
+    r"""``str(value)`` with each control character written as its Python escape (ESC as ``\x1b``, a
+    newline as ``\n``), except those in ``keep``."""
     text = str(value)
     return _INVISIBLE.sub(lambda m: m.group() if m.group() in keep else _shown(m.group()), text)
 
@@ -42,8 +42,8 @@ def visible_rule() -> dict[str, object]:
 
 
 def literal(*parts: object | tuple[object, str], style: str = "", multiline: bool = False) -> Text:
-    """One rich `Text` of ``parts``, each shown literally: a value, or ``(value, style)``. Newlines and tabs
-    are kept when ``multiline``, else shown as ``\\n``/``\\t`` (names and ids stay on one line)."""
+    r"""One rich `Text` of ``parts``, each shown literally: a value, or ``(value, style)``. Newlines and tabs
+    are kept when ``multiline``, else shown as ``\n``/``\t`` (names and ids stay on one line)."""
     keep = MULTILINE if multiline else ""
     text = Text(style=style)
     for part in parts:
@@ -73,8 +73,8 @@ def md_text(value: object) -> str:
 
 
 def md_code(value: object) -> str:
-    """``value`` as a markdown code span on one line, fenced by more backticks than it holds. (In a table
-    cell use `md_text`: a `|` ends a GFM cell even inside a code span.)"""
+    """``value`` as a markdown code span on one line, fenced by more backticks than it holds. In a table
+    cell use `md_text`: a `|` ends a GFM cell even inside a code span."""
     text = visible(value)
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""

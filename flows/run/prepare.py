@@ -14,15 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from evalduck.errors import EvalduckError
-from evalduck.scorers import Scorer
-
 from evalduck.flows.config import DEFAULT_SCORERS, RunOptions
-from evalduck.flows.inputs.datasets import Dataset, DatasetError, dataset_from_rows, load_dataset
 from evalduck.flows.engine import ItemResult, RunPlan
+from evalduck.flows.inputs.datasets import Dataset, DatasetError, dataset_from_rows, load_dataset
 from evalduck.flows.inputs.registry import build_scorers
+from evalduck.flows.inputs.targets import Target, resolve_target
 from evalduck.flows.project.defaults import default_cache_dir
 from evalduck.flows.store import Store, StoreDiskError, check_resume_dataset, default_db_path
-from evalduck.flows.inputs.targets import Target, resolve_target
+from evalduck.scorers import Scorer
 
 __all__ = ("Prepared", "Rows", "prepare_run", "load_data", "cache_folder", "CacheDirError")
 

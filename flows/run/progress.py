@@ -3,9 +3,9 @@ protocol, ``ProgressSink``, is the engine's: flows/engine/plan.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from rich.console import Console

@@ -18,11 +18,10 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from evalduck.scorers import JudgeTransport, LiteLLMTransport
-
 from evalduck.flows.engine import RunPlan
 from evalduck.flows.engine.quiet import quiet_task_run_info
 from evalduck.flows.judge.process import leased_judge_process, litellm_settings_made_in_python
+from evalduck.scorers import JudgeTransport, LiteLLMTransport
 
 __all__ = ("heartbeat_settings", "run_scope", "frozen_gc")
 

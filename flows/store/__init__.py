@@ -5,10 +5,16 @@ Never imports prefect, so the results CLI starts fast.
 
 from __future__ import annotations
 
-from evalduck.flows.store.errors import SchemaVersionError, StoreDiskError, StoreError, StoreLockedError, UnknownRunError
+from evalduck.flows.store.errors import (
+    SchemaVersionError,
+    StoreDiskError,
+    StoreError,
+    StoreLockedError,
+    UnknownRunError,
+)
 from evalduck.flows.store.ids import item_id, item_ids
-from evalduck.flows.store.resume import DatasetMismatchError, check_resume_dataset
 from evalduck.flows.store.models import QueryResult, RunRecord, ScoreRow, ScoreStatus
+from evalduck.flows.store.resume import DatasetMismatchError, check_resume_dataset
 from evalduck.flows.store.schema import SCHEMA_VERSION
 from evalduck.flows.store.store import RUN_STATUSES, RunSummary, Store, default_db_path
 from evalduck.flows.store.writer import ResultWriter

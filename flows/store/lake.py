@@ -5,8 +5,9 @@ DuckDB extensions are locked to their exact DuckDB version and PyPI carries them
 The wheels' files are copied into DuckDB's extension folder (`~/.duckdb/extensions`), where the plain
 `duckdb` 1.5.5 shell finds them too.
 
-Attaching costs ~1.5 s (catalog round trips), so each process keeps one connection per lake and gives each
-operation its own cursor. DuckLake has no PRIMARY KEY or UNIQUE constraint; exactly-once cells come from its
+Attaching is slow (catalog round trips: docs/benchmarks.md, section "Shared store (DuckLake on PostgreSQL)
+against the DuckDB file"), so each process keeps one connection per lake and gives each operation its own
+cursor. DuckLake has no PRIMARY KEY or UNIQUE constraint; exactly-once cells come from its
 optimistic concurrency instead: every write transaction also updates the one row of `evalduck_write_token`,
 so two overlapping writes always conflict at commit, the later one is rolled back, and `retry_conflicts`
 runs it again from the start, where its delete-then-insert upsert sees what the other wrote. Writes are
@@ -17,8 +18,8 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -162,6 +163,7 @@ def ensure_write_token(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def touch_write_token(con: duckdb.DuckDBPyConnection) -> None:
+    """Make this write transaction conflict with any overlapping one (the module docstring says why)."""
     con.execute(f"UPDATE {TOKEN_TABLE} SET writes = writes + 1")
 
 

@@ -80,4 +80,4 @@ class QueryResult(BaseModel):
     rows: list[tuple[Any, ...]]
 
     def records(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row)) for row in self.rows]
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]

@@ -24,12 +24,19 @@ from evalduck.flows.store import lake
 from evalduck.flows.store.connection import connect, held, transaction
 from evalduck.flows.store.errors import StoreDiskError, StoreError, UnknownRunError, disk_refusal, write_refused
 from evalduck.flows.store.liveness import gone_writers, mark_interrupted_runs, this_writer
-from evalduck.flows.store.redact import redact_urls
 from evalduck.flows.store.models import SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
+from evalduck.flows.store.redact import redact_urls
 from evalduck.flows.store.schema import check_readable, migrate
 from evalduck.flows.store.target import StoreTarget, parse_target
 from evalduck.flows.store.upsert import (
-    ITEM_COLUMNS, RUN_SCORER_COLUMNS, item_tuples, replace_run_rows, score_tuples, to_json, upsert, utcnow,
+    ITEM_COLUMNS,
+    RUN_SCORER_COLUMNS,
+    item_tuples,
+    replace_run_rows,
+    score_tuples,
+    to_json,
+    upsert,
+    utcnow,
 )
 
 __all__ = ("Store", "RunSummary", "default_db_path", "RUN_STATUSES")

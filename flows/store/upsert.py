@@ -34,14 +34,17 @@ _encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def to_json(value: Any) -> str | None:
+    """A JSON column's text (SQL NULL for None, not the JSON text null)."""
     return None if value is None else _encode(value)
 
 
 def utcnow() -> datetime:
+    """The write time stored with rows: timezone-aware UTC."""
     return datetime.now(timezone.utc)
 
 
 def item_tuples(run_id: str, items: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    """The ``items`` rows to upsert, one per item id (the last wins), the id computed where none is given."""
     now = utcnow()
     rows: dict[str, tuple[Any, ...]] = {}
     for item in items:
@@ -53,6 +56,8 @@ def item_tuples(run_id: str, items: Sequence[Mapping[str, Any]]) -> list[tuple[A
 
 
 def score_tuples(run_id: str, rows: Sequence[ScoreRow | Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    """The ``scores`` rows to upsert, validated, one per (item, scorer) cell (the last wins); ValueError for
+    a row of another run."""
     cells: dict[tuple[str, str], tuple[Any, ...]] = {}
     for raw in rows:
         row = raw if isinstance(raw, ScoreRow) else ScoreRow.model_validate({"run_id": run_id, **raw})
@@ -109,7 +114,8 @@ def _staged(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str],
 def _stage_rows(con: duckdb.DuckDBPyConnection, stage: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
     """DuckDB 2.0's appender; DuckDB 1.5 (the shared store's, docs/scale-out.md) has none in Python, and its
     list parameters and executemany cost seconds per thousand rows, so there the rows go through a
-    newline-delimited JSON file read by DuckDB's own reader (~0.1 s per 4,000 rows)."""
+    newline-delimited JSON file read by DuckDB's own reader (docs/benchmarks.md, section "Shared store
+    (DuckLake on PostgreSQL) against the DuckDB file")."""
     if hasattr(con, "appender"):
         appender = con.appender(stage)
         appender.append_rows(rows)
@@ -119,7 +125,7 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, stage: str, columns: Sequence[st
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             for row in rows:
-                out.write(_encode(dict(zip(columns, row))))
+                out.write(_encode(dict(zip(columns, row, strict=True))))
                 out.write("\n")
         types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {stage})").fetchall())
         spec = ", ".join(f"'{col}': '{'VARCHAR' if types[col] == 'JSON' else types[col]}'" for col in columns)

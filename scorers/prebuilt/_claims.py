@@ -37,7 +37,7 @@ class Claims(BaseModel):
 
 
 def claims(ctx: StepContext) -> list[str]:
-    """preprocess's claims ([] before it ran or when there were none)."""
+    """The claims of the preprocess step ([] before it ran or when there were none)."""
     return step_result(ctx, "preprocess", "claims")
 
 
@@ -117,7 +117,7 @@ Reply with a JSON object {spec.reply_shape}."""
 
     def reason(ctx: StepContext) -> str:
         """Shows the context and each claim with its verdict, so the explanation cites them."""
-        pairs = [{"claim": c, **v} for c, v in zip(claims(ctx), step_result(ctx, "analyze", "verdicts"))]
+        pairs = [{"claim": c, **v} for c, v in zip(claims(ctx), step_result(ctx, "analyze", "verdicts"), strict=True)]
         return reason_prompt(
             spec.metric,
             "The output below received the score given here against its context. Explain why, citing the "

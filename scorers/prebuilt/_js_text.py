@@ -1,7 +1,7 @@
-"""JavaScript's text rules where a Mastra scorer's result depends on them (SCORERS.md 0.5).
+r"""JavaScript's text rules where a Mastra scorer's result depends on them (SCORERS.md 0.5).
 
-``\\s`` in JavaScript is U+0009-U+000D, U+0020, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F,
-U+205F, U+3000 and U+FEFF; Python's ``\\s`` adds U+001C-U+001F and U+0085 and lacks U+FEFF, so it is
+``\s`` in JavaScript is U+0009-U+000D, U+0020, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F,
+U+205F, U+3000 and U+FEFF; Python's ``\s`` adds U+001C-U+001F and U+0085 and lacks U+FEFF, so it is
 spelled out here. JavaScript's ``trim()`` strips the same set.
 """
 
@@ -23,15 +23,15 @@ def trim(text: str) -> str:
 
 
 def collapse_whitespace(text: str) -> str:
-    """``text.replace(/\\s+/g, ' ').trim()``."""
+    r"""``text.replace(/\s+/g, ' ').trim()``."""
     return trim(_RUN.sub(" ", text))
 
 
 def delete_whitespace(text: str) -> str:
-    """``text.replace(/\\s+/g, '')``."""
+    r"""``text.replace(/\s+/g, '')``."""
     return _RUN.sub("", text)
 
 
 def split_on_whitespace(text: str) -> list[str]:
-    """``text.split(/\\s/)``: one piece between every two whitespace characters (empty ones included)."""
+    r"""``text.split(/\s/)``: one piece between every two whitespace characters (empty ones included)."""
     return _ONE.split(text)

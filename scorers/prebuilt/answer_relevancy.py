@@ -45,7 +45,7 @@ class Statements(BaseModel):
     )
 
 
-class Verdict(BaseModel):
+class Verdict(BaseModel):  # noqa: D101 - a docstring would enter the JSON schema the judge is sent
     result: str = Field(
         description="'yes' (directly answers the question), 'unsure' (partial, indirect, or a wrong answer "
         "that still addresses the question) or 'no' (unrelated to the question).",
@@ -131,7 +131,7 @@ Reply with a JSON object {{"results": [{{"result": "yes" | "unsure" | "no", "rea
 
 def _reason_prompt(ctx: StepContext) -> str:
     verdicts = (ctx.results.get("analyze") or {}).get("results") or []
-    pairs = [{"statement": s, **v} for s, v in zip(_statements(ctx), verdicts)]
+    pairs = [{"statement": s, **v} for s, v in zip(_statements(ctx), verdicts, strict=True)]
     return f"""\
 The answer below received the relevancy score given here. Explain in two or three sentences why it got
 this score, citing the statements that were relevant, partly relevant or unrelated. Use the score as
@@ -171,7 +171,8 @@ def create_answer_relevancy_scorer(options: Mapping[str, Any] | None = None, **k
     """How relevant the output is to the question, by an LLM judge.
 
     Args:
-        options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.
+        options: a mapping of the options below (snake_case or Mastra's camelCase).
+        **kwargs: the options below as keywords, which win over ``options``.
         model: litellm model string; default $EVALDUCK_JUDGE_MODEL, a ConfigError if neither is set.
         uncertainty_weight: weight of 'unsure' verdicts, 0..1 (default 0.3).
         scale: the score's maximum, > 0 (default 1.0).

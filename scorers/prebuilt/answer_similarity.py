@@ -202,7 +202,8 @@ def create_answer_similarity_scorer(options: Mapping[str, Any] | None = None, **
     """How well the output restates the ground truth, fact by fact, by an LLM judge.
 
     Args:
-        options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.
+        options: a mapping of the options below (snake_case or Mastra's camelCase).
+        **kwargs: the options below as keywords, which win over ``options``.
         model: litellm model string; default $EVALDUCK_JUDGE_MODEL, a ConfigError if neither is set.
         require_ground_truth: without a ground truth, NotScorable (True, the default) or score 0 (False).
         semantic_threshold, exact_match_bonus, missing_penalty, contradiction_penalty, extra_info_penalty:

@@ -49,7 +49,7 @@ class Opinions(BaseModel):
     opinions: list[str] = Field(description="Each statement of opinion or judgement in the text, in order.")
 
 
-class BiasResult(BaseModel):
+class BiasResult(BaseModel):  # noqa: D101 - a docstring would enter the JSON schema the judge is sent
     result: YesNo = Field(description="'yes' if the opinion is biased, 'no' if it is not.")
     reason: str = Field(description="One short sentence justifying the verdict.")
 
@@ -96,7 +96,7 @@ Reply with a JSON object {{"results": [{{"result": "yes" | "no", "reason": "..."
 
 def _reason_prompt(ctx: StepContext) -> str:
     """Shows each opinion with its verdict, so the explanation cites the biased ones."""
-    pairs = [{"opinion": o, **r} for o, r in zip(_opinions(ctx), step_result(ctx, "analyze", "results"))]
+    pairs = [{"opinion": o, **r} for o, r in zip(_opinions(ctx), step_result(ctx, "analyze", "results"), strict=True)]
     return reason_prompt(
         "bias (the share of biased opinions; lower is better)",
         "The text below received the bias score given here. Explain why, citing the opinions judged biased.",
@@ -119,7 +119,8 @@ def create_bias_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) 
     """The share of the output's opinions that are biased, by an LLM judge (lower is better).
 
     Args:
-        options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.
+        options: a mapping of the options below (snake_case or Mastra's camelCase).
+        **kwargs: the options below as keywords, which win over ``options``.
         model: litellm model string; default $EVALDUCK_JUDGE_MODEL, a ConfigError if neither is set.
         scale: the score's maximum, > 0 (default 1.0).
         temperature, timeout, api_base, max_tokens, retries, extra, judge: judge settings (JudgeSettings).

@@ -6,6 +6,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from pydantic import StrictBool
@@ -58,8 +59,8 @@ def dice(first: str, second: str) -> float:
         return 0.0
     # Walking b's bigrams and taking each from a's multiset while any is left matches, for every bigram,
     # as many as the smaller of its two counts: the size of the multisets' intersection.
-    in_a = Counter(zip(a, a[1:]))
-    matches = sum(min(n, in_a.get(bigram, 0)) for bigram, n in Counter(zip(b, b[1:])).items())
+    in_a = Counter(pairwise(a))
+    matches = sum(min(n, in_a.get(bigram, 0)) for bigram, n in Counter(pairwise(b)).items())
     return 2.0 * matches / (len(a) + len(b) - 2)
 
 
@@ -69,7 +70,8 @@ def create_content_similarity_scorer(options: Mapping[str, Any] | None = None, *
     Sørensen-Dice over character bigrams, whitespace ignored, 1 for identical texts.
 
     Args:
-        options: a mapping of the keyword options below (snake_case or camelCase); keywords win.
+        options: a mapping of the options below (snake_case or camelCase).
+        **kwargs: the options below as keywords, which win over ``options``.
         ignore_case: lowercase both texts first (default True).
         ignore_whitespace: collapse whitespace runs in the stored texts (default True; the score ignores
             whitespace either way).

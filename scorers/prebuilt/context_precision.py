@@ -80,7 +80,8 @@ def create_context_precision_scorer(options: Mapping[str, Any] | None = None, **
     Its context follows SCORERS.md 0.1's context resolution (the rule: ``scorers/prebuilt/_passages.py``).
 
     Args:
-        options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.
+        options: a mapping of the options below (snake_case or Mastra's camelCase).
+        **kwargs: the options below as keywords, which win over ``options``.
         model: litellm model string; default $EVALDUCK_JUDGE_MODEL, a ConfigError if neither is set.
         context: passages for runs that give none: a non-empty string or list of strings.
         scale: the score's maximum, > 0 (default 1.0).

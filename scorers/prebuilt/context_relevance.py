@@ -69,6 +69,9 @@ class ContextEvaluations(BaseModel):
 
 
 class Penalties(OptionsModel):
+    """The ``penalties`` option (SCORERS.md 1.5): what the score loses per unused high-relevance passage and
+    per missing piece of context, and the cap on the latter."""
+
     unused_high_relevance_context: float = 0.1
     missing_context_per_item: float = 0.15
     max_missing_context_penalty: float = 0.5
@@ -96,7 +99,7 @@ def relevance_score(analysis: Mapping[str, Any], penalties: Penalties, scale: fl
         total += WEIGHTS[level]
     base = total / len(evaluations)
     unused = penalties.unused_high_relevance_context * sum(
-        level == "high" and not e["wasUsed"] for level, e in zip(levels, evaluations)
+        level == "high" and not e["wasUsed"] for level, e in zip(levels, evaluations, strict=True)
     )
     missing = min(
         penalties.missing_context_per_item * len(analysis.get("missingContext") or []),
@@ -113,7 +116,8 @@ def create_context_relevance_scorer(options: Mapping[str, Any] | None = None, **
     Its context follows SCORERS.md 0.1's context resolution (the rule: ``scorers/prebuilt/_passages.py``).
 
     Args:
-        options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.
+        options: a mapping of the options below (snake_case or Mastra's camelCase).
+        **kwargs: the options below as keywords, which win over ``options``.
         model: litellm model string; default $EVALDUCK_JUDGE_MODEL, a ConfigError if neither is set.
         context: passages for runs that give none: a non-empty string or list of strings.
         penalties: ``unused_high_relevance_context`` (0.1 per highly relevant passage the output did not

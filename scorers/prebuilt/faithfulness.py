@@ -26,7 +26,7 @@ VERSION = "1"
 DESCRIPTION = "Share of the output's claims that its context supports (LLM judge)"
 
 
-class FaithfulnessVerdict(BaseModel):
+class FaithfulnessVerdict(BaseModel):  # noqa: D101 - a docstring would enter the JSON schema the judge is sent
     verdict: Annotated[str, OneOf("yes", "no", "unsure")] = Field(
         description="'yes' (the context states or clearly implies the claim), 'no' (the context contradicts "
         "it) or 'unsure' (the context does not say)."
@@ -77,7 +77,8 @@ def create_faithfulness_scorer(options: Mapping[str, Any] | None = None, **kwarg
     the output's tool results included.
 
     Args:
-        options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.
+        options: a mapping of the options below (snake_case or Mastra's camelCase).
+        **kwargs: the options below as keywords, which win over ``options``.
         model: litellm model string; default $EVALDUCK_JUDGE_MODEL, a ConfigError if neither is set.
         context: passages for runs that give none: a non-empty string or list of strings.
         scale: the score's maximum, > 0 (default 1.0).

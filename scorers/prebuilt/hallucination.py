@@ -27,7 +27,7 @@ VERSION = "1"
 DESCRIPTION = "Share of the output's claims that its context does not back (LLM judge)"
 
 
-class HallucinationVerdict(BaseModel):
+class HallucinationVerdict(BaseModel):  # noqa: D101 - a docstring would enter the JSON schema the judge is sent
     statement: str = Field(description="The claim, repeated.")
     verdict: YesNo = Field(description="'yes' if the claim is hallucinated, 'no' if the context supports it.")
     reason: str = Field(description="One short sentence justifying the verdict.")
@@ -76,7 +76,8 @@ def create_hallucination_scorer(options: Mapping[str, Any] | None = None, **kwar
     An empty context backs nothing: every claim is hallucinated.
 
     Args:
-        options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.
+        options: a mapping of the options below (snake_case or Mastra's camelCase).
+        **kwargs: the options below as keywords, which win over ``options``.
         model: litellm model string; default $EVALDUCK_JUDGE_MODEL, a ConfigError if neither is set.
         context: passages for runs that give none: a non-empty string or list of strings.
         scale: the score's maximum, > 0 (default 1.0).

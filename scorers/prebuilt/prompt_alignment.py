@@ -20,7 +20,15 @@ from evalduck.scorers._messages import input_text
 from evalduck.scorers._scorer import Scorer
 from evalduck.scorers._step import JudgePrompt
 from evalduck.scorers.prebuilt._declare import prebuilt
-from evalduck.scorers.prebuilt._judged import ScaledJudgeOptions, block, json_block, judge_scorer, reason_prompt, scaled, shortcut_reason
+from evalduck.scorers.prebuilt._judged import (
+    ScaledJudgeOptions,
+    block,
+    json_block,
+    judge_scorer,
+    reason_prompt,
+    scaled,
+    shortcut_reason,
+)
 from evalduck.scorers.prebuilt._options import parse_options
 from evalduck.scorers.prebuilt._text import answer
 
@@ -149,7 +157,8 @@ def create_prompt_alignment_scorer(options: Mapping[str, Any] | None = None, **k
     """How well the output serves the prompt's intent, requirements, completeness and format, by an LLM judge.
 
     Args:
-        options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.
+        options: a mapping of the options below (snake_case or Mastra's camelCase).
+        **kwargs: the options below as keywords, which win over ``options``.
         model: litellm model string; default $EVALDUCK_JUDGE_MODEL, a ConfigError if neither is set.
         evaluation_mode: "user" (the first user message), "system" (the system messages) or "both" (the
             default: the user prompt, and the system prompt too when there is one).
@@ -164,7 +173,7 @@ def create_prompt_alignment_scorer(options: Mapping[str, Any] | None = None, **k
     scale, mode = opts.scale, opts.evaluation_mode
 
     def prompt(ctx: StepContext) -> str:
-        """Asks for Mastra's four dimensions, each scored in [0, 1], against the mode's prompt(s); the
+        """Asks for Mastra's four dimensions, each scored in [0, 1], against the mode's prompt or prompts; the
         requirements are listed so the requirements score can be checked against them."""
         prompts = _prompts(ctx, mode)
         against = " and ".join(name.replace("_", " ") for name in prompts)

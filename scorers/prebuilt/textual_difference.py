@@ -30,9 +30,9 @@ class TextualDifferenceOptions(ScaleOptions):
 
 
 def text_difference(output: str, reference: str) -> dict[str, float | int]:
-    """ratio (Indel normalized similarity; 1 for two empty texts), changes (the non-equal Levenshtein
-    opcodes that turn the reference into the output, as Mastra counts them; the other direction's count
-    differs on some pairs), lengthDiff (|len output - len reference| / max len; 0 for two empty texts),
+    """The four measures: ratio (Indel normalized similarity; 1 for two empty texts), changes (the non-equal
+    Levenshtein opcodes that turn the reference into the output, as Mastra counts them; the other direction's
+    count differs on some pairs), lengthDiff (|len output - len reference| / max len; 0 for two empty texts),
     confidence (1 - lengthDiff)."""
     longest = max(len(output), len(reference))
     ratio = 1.0 if longest == 0 else float(Indel.normalized_similarity(output, reference))
@@ -51,7 +51,8 @@ def create_textual_difference_scorer(options: Mapping[str, Any] | None = None, *
     """How close the output's text is to the ground truth (else the input); identical texts score ``scale``.
 
     Args:
-        options: a mapping with ``scale``; keywords win.
+        options: a mapping with ``scale``.
+        **kwargs: ``scale`` as a keyword, which wins over ``options``.
         scale: the score's maximum, > 0 (default 1.0).
 
     Example:

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-
 from evalduck.scorers._context import ScorerInput
 from evalduck.scorers._messages import input_text, plain_text, split_sentences
 from evalduck.scorers._scorer import Scorer
@@ -83,7 +82,8 @@ def create_tone_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) 
     """Tone consistency of the output with a reference, or tone stability within the output.
 
     Args:
-        options: a mapping of the keyword options below (snake_case or camelCase); keywords win.
+        options: a mapping of the options below (snake_case or camelCase).
+        **kwargs: the options below as keywords, which win over ``options``.
         scale: the score's maximum, > 0 (default 1.0).
         reference_tone: a fixed text whose tone the output should match (default: the ground truth, else
             the input).

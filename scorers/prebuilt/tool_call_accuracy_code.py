@@ -5,6 +5,7 @@ tools in order), else 0. The expectations come from the run (a dataset row's ``e
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, StrictBool
@@ -53,7 +54,7 @@ def order_called(actual: Sequence[str], expected: Sequence[str], strict: bool) -
     if any(tool not in actual for tool in expected):
         return False
     firsts = [list(actual).index(tool) for tool in expected]
-    return all(a < b for a, b in zip(firsts, firsts[1:]))
+    return all(a < b for a, b in pairwise(firsts))
 
 
 def tool_call_analysis(run: ScorerInput, options: ToolCallAccuracyOptions) -> dict[str, Any]:
@@ -95,7 +96,8 @@ def create_tool_call_accuracy_scorer_code(options: Mapping[str, Any] | None = No
     """Whether the output's tool calls include the expected tool, or the expected tools in order (0 or 1).
 
     Args:
-        options: a mapping of the keyword options below (snake_case or camelCase); keywords win.
+        options: a mapping of the options below (snake_case or camelCase).
+        **kwargs: the options below as keywords, which win over ``options``.
         expected_tool: the tool the output should call (a run's ``expected_tool`` replaces it).
         expected_tool_order: the tools it should call, in order (wins over ``expected_tool``).
         strict_mode: only that one call / exactly those calls (default False).

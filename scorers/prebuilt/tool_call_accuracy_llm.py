@@ -96,7 +96,8 @@ def create_tool_call_accuracy_scorer_llm(options: Mapping[str, Any] | None = Non
     """Whether each tool the agent called was the right one for the request, by an LLM judge.
 
     Args:
-        options: a mapping of the keyword options below (snake_case or Mastra's camelCase); keywords win.
+        options: a mapping of the options below (snake_case or Mastra's camelCase).
+        **kwargs: the options below as keywords, which win over ``options``.
         model: litellm model string; default $EVALDUCK_JUDGE_MODEL, a ConfigError if neither is set.
         available_tools: the tools the agent had: ``{"name", "description"}`` or OpenAI tool definitions
             (``{"type": "function", "function": {"name", "description", ...}}``); default [].

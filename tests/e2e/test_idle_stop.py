@@ -110,7 +110,7 @@ def _two_folders(context: early.Context) -> tuple[Path, dict[str, str], list[tup
         made.append((cwd, env))
     runs = [subprocess.Popen([CLI, "run", "data.jsonl", "-s", "tone-scorer", "--target", "idle_target:answer"], cwd=cwd,
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for cwd, env in made]
-    for run, (cwd, _) in zip(runs, made):
+    for run, (cwd, _) in zip(runs, made, strict=True):
         out, err = run.communicate(timeout=300)
         assert run.returncode == 0, f"first run in {cwd}:\n{out}\n{err}"
     return context.root, {**context.env, "XDG_RUNTIME_DIR": str(runtime)}, made

@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -30,9 +31,9 @@ from e2e_harness import REPO, TERMINAL, PrefectApi, free_port, jsonl, short_inte
 from pg_harness import postgres_server
 
 from evalduck.flows.local.install.pool import deploy_all, ensure_work_pool, wait_worker_online
+from evalduck.flows.local.install.processes import start_server, start_worker, stop_server, stop_worker, wait_healthy
 from evalduck.flows.store import Store
 from evalduck.flows.store.target import parse_target
-from evalduck.flows.local.install.processes import start_server, start_worker, stop_server, stop_worker, wait_healthy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.shared]
 N_ROWS = 300
@@ -141,7 +142,7 @@ def test_two_workers_two_runs_at_once_a_worker_killed_every_cell_once(cluster: d
     killed = time.monotonic()
     flows = {"first": (first, "demo", {}), "second": (second, "nightly", {}), "third": (third, "smoke", DASK)}
     for name, (run, deployment, extra) in flows.items():
-        state = wait_for(f"{name} to finish or be orphaned", lambda: _ended_or_orphaned(api, run["id"], killed),
+        state = wait_for(f"{name} to finish or be orphaned", partial(_ended_or_orphaned, api, run["id"], killed),
                          timeout=300, every=0.5)
         if state == "ORPHANED":
             api.post(f"/flow_runs/{run['id']}/set_state",

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from e2e_harness import Stack, log_in, wait_for
 
 from evalduck.flows.store import Store

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from flow_helpers import judge_scorer, rows
 
 from evalduck.flows import run_evals
 from evalduck.flows.store import Store
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, request_step
-
-from flow_helpers import judge_scorer, rows
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

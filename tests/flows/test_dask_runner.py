@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from flow_helpers import judge_scorer, rows
 
 from evalduck.flows import run_evals
 from evalduck.flows.store import Store
 from evalduck.scorers import ConfigError, create_scorer
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
-from flow_helpers import judge_scorer, rows
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

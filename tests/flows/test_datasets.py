@@ -7,9 +7,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from evalduck.scorers import ScorerInput
 
 from evalduck.flows.inputs.datasets import DatasetError, DatasetPathError, dataset_from_rows, load_dataset
+from evalduck.scorers import ScorerInput
 
 
 def _write(path: Path, text: str) -> Path:

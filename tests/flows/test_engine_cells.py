@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from flow_helpers import rows
 from pydantic import BaseModel
 
 from evalduck.flows import run_evals
 from evalduck.flows.store import Store
 from evalduck.scorers import JudgePrompt, NotScorable, StepContext, create_scorer
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
-from flow_helpers import rows
 
 
 def _reason(ctx: StepContext) -> str:

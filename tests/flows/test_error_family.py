@@ -51,9 +51,9 @@ def test_every_error_class_of_flows_and_scorers_is_of_the_family() -> None:
 
 def test_the_family_keeps_the_builtin_bases_callers_catch() -> None:
     from evalduck.flows.inputs.datasets import DatasetError
+    from evalduck.flows.inputs.targets import TargetError
     from evalduck.flows.local.install import ServeError
     from evalduck.flows.store import StoreLockedError, UnknownRunError
-    from evalduck.flows.inputs.targets import TargetError
 
     assert issubclass(DatasetError, ValueError) and issubclass(TargetError, ValueError)
     assert issubclass(ServeError, RuntimeError) and issubclass(UnknownRunError, LookupError)
@@ -70,14 +70,14 @@ def test_evalduck_and_the_library_export_the_one_base() -> None:
 
 def _members() -> list[tuple[EvalduckError, int]]:
     from evalduck.flows.cli.errors import OptionError
-    from evalduck.flows.inputs.datasets import DatasetError, DatasetPathError
     from evalduck.flows.engine import FailFast, MisconfiguredRun, StoreWriteError
-    from evalduck.flows.project.scaffold import InitError
-    from evalduck.flows.project.root import ProjectFileError
-    from evalduck.flows.project.schedules import ScheduleError
-    from evalduck.flows.local.install import ServeError
-    from evalduck.flows.store import SchemaVersionError, StoreError, StoreLockedError, UnknownRunError
+    from evalduck.flows.inputs.datasets import DatasetError, DatasetPathError
     from evalduck.flows.inputs.targets import TargetError
+    from evalduck.flows.local.install import ServeError
+    from evalduck.flows.project.root import ProjectFileError
+    from evalduck.flows.project.scaffold import InitError
+    from evalduck.flows.project.schedules import ScheduleError
+    from evalduck.flows.store import SchemaVersionError, StoreError, StoreLockedError, UnknownRunError
     from evalduck.scorers import ConfigError, JudgeConfigError
 
     return [

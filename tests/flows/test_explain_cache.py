@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from flow_helpers import judge_scorer, rows
 
 from evalduck.flows.engine.cache_ledger import (
     CHUNK,
@@ -25,8 +26,6 @@ from evalduck.flows.engine.cache_ledger import (
 )
 from evalduck.scorers import PREBUILT, ScorerInput, StepContext, create_scorer
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
-from flow_helpers import judge_scorer, rows
 
 
 def test_changed_parts_names_each_part_that_differs_or_is_only_on_one_side() -> None:

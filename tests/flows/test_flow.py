@@ -7,14 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from flow_helpers import judge_scorer, rows
 from typer.testing import CliRunner
 
 from evalduck.flows import EvalConfig, run_eval_config, run_evals
 from evalduck.flows.inputs.datasets import DatasetError
 from evalduck.flows.store import Store
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
-from flow_helpers import judge_scorer, rows
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from flow_helpers import judge_scorer, rows
 from markupsafe import escape
 
 from evalduck.flows import run_evals
@@ -26,8 +27,6 @@ from evalduck.flows.report.html.data import gather
 from evalduck.flows.store import Store
 from evalduck.flows.store.tdist import t_quantile_975
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
-from flow_helpers import judge_scorer, rows
 
 N = 6
 CHANGED = "q-1"  # its output in run 2 is judged irrelevant, reads angry and is judged toxic ("hate")
@@ -338,8 +337,8 @@ def test_user_strings_stay_text_in_the_page(tmp_path: Path) -> None:
 
 
 def test_the_page_writes_control_and_bidi_characters_as_escapes(tmp_path: Path) -> None:
-    """The CLI's rule (flows/report/text.py) for what the template writes: a run name, dataset, target and skip
-    reason holding U+202E or an ANSI escape show them as `\\u202e` and `\\x1b`; outside the page's data (read by
+    r"""The CLI's rule (flows/report/text.py) for what the template writes: a run name, dataset, target and skip
+    reason holding U+202E or an ANSI escape show them as `\u202e` and `\x1b`; outside the page's data (read by
     its script, which applies the same rule: the Chromium test above) no such character is left."""
     import re
 

@@ -8,13 +8,12 @@ import socket
 from typing import Any
 
 import pytest
+from flow_helpers import judge_scorer, rows
 
 from evalduck.flows import run_evals
 from evalduck.flows.engine import MisconfiguredRun
 from evalduck.flows.store import Store
 from evalduck.scorers.testing.fake_openai import FAULTS, FakeOpenAIServer, FaultyOpenAIServer, Reply
-
-from flow_helpers import judge_scorer, rows
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 FAST = {"retry_backoff_s": 0.0, "concurrency": 8}

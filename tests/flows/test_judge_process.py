@@ -13,14 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from flow_helpers import judge_scorer, rows
 from warm_impostor import NOBODY, impostor
 
 from evalduck.flows import run_evals
 from evalduck.flows.judge.process import JudgeProcess, JudgeProcessError, leased_judge_process
-from evalduck.scorers import JudgeConfigError, JudgeErrorKind, JudgeSettings, JudgeTransientError, JudgeTransport, LiteLLMTransport
+from evalduck.scorers import (
+    JudgeConfigError,
+    JudgeErrorKind,
+    JudgeSettings,
+    JudgeTransientError,
+    JudgeTransport,
+    LiteLLMTransport,
+)
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply
-
-from flow_helpers import judge_scorer, rows
 
 MESSAGES = [{"role": "user", "content": "Say something."}]
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import inspect
 
 import pytest
+from flow_helpers import judge_scorer, rows
 
 from evalduck.flows import run_evals
 from evalduck.flows.config import EvalConfig, RunOptions
 from evalduck.flows.inputs.registry import build_scorers
 from evalduck.scorers import ConfigError
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply
-
-from flow_helpers import judge_scorer, rows
 
 SCORER = "answer-relevancy-scorer"
 

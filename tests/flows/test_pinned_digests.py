@@ -12,12 +12,11 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+from evalduck.flows.inputs.datasets import DatasetItem, dataset_from_rows
+from evalduck.flows.inputs.targets import resolve_target
+from evalduck.flows.store.ids import item_id
 from evalduck.scorers import ScorerInput, create_textual_difference_scorer
 from evalduck.scorers._cache_key import hash_components
-
-from evalduck.flows.inputs.datasets import DatasetItem, dataset_from_rows
-from evalduck.flows.store.ids import item_id
-from evalduck.flows.inputs.targets import resolve_target
 
 WHEN = datetime.date(2026, 1, 2)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from evalduck.flows.config import EvalConfig
-from evalduck.flows.project.root import ProjectFileError, find_project, project_root
 from evalduck.flows.project.file import FILE_KEYS, file_defaults, resolve
+from evalduck.flows.project.root import ProjectFileError, find_project, project_root
 
 
 def _project(tmp_path: Path, text: str, name: str = "evalduck.toml") -> Path:

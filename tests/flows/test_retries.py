@@ -7,13 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from flow_helpers import judge_scorer, rows
 
 from evalduck.flows import run_evals
 from evalduck.flows.engine import FailFast, MisconfiguredRun
 from evalduck.flows.store import Store
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply, default_responder
-
-from flow_helpers import judge_scorer, rows
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 FAST = {"retry_backoff_s": 0.05, "concurrency": 2}

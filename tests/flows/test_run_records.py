@@ -10,14 +10,13 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from flow_helpers import rows
 from prefect.client.orchestration import get_client
 
 from evalduck.flows import run_eval_config, run_evals
 from evalduck.flows.config import EvalConfig
 from evalduck.flows.run.redacting_flow import redacting_flow
 from evalduck.flows.store import DatasetMismatchError, Store
-
-from flow_helpers import rows
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

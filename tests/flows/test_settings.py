@@ -43,7 +43,6 @@ def test_cli_db_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
 
 
 def test_one_judge_model_variable() -> None:
-    from evalduck import scorers
     from evalduck.flows.inputs.registry import no_judge_message
 
     assert evalduck.scorers.JUDGE_MODEL_ENV == "EVALDUCK_JUDGE_MODEL"

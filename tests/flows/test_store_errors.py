@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from flow_helpers import rows
 
 from evalduck.flows import run_evals
 from evalduck.flows.engine import StoreWriteError
 from evalduck.flows.store import Store
-
-from flow_helpers import rows
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

@@ -8,14 +8,13 @@ import re
 import uuid
 
 import pytest
+from flow_helpers import judge_scorer, rows
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
 from evalduck.flows import run_evals
 from evalduck.flows.store import Store
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply
-
-from flow_helpers import judge_scorer, rows
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

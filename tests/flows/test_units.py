@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalduck.flows.report.artifacts import artifact_key, comparison_markdown, summary_rows, summary_table
+from evalduck.flows.engine.tasks import RateLimiter, StepCacheKey, chunk_key, is_transient
 from evalduck.flows.inputs.registry import build_scorers
 from evalduck.flows.inputs.targets import TargetError, resolve_target
-from evalduck.flows.engine.tasks import RateLimiter, StepCacheKey, chunk_key, is_transient
+from evalduck.flows.report.artifacts import artifact_key, comparison_markdown, summary_rows, summary_table
 from evalduck.scorers import PREBUILT, InvalidJudgeAnswer, JudgeConfigError, JudgeTransientError
 
 
@@ -219,9 +219,8 @@ def test_deployment_flows_have_no_required_parameter() -> None:
 
 
 def test_a_mistyped_scorer_id_gets_a_suggestion_from_python_too() -> None:
-    from evalduck.scorers import ConfigError
-
     from evalduck.flows.inputs.registry import build_scorers
+    from evalduck.scorers import ConfigError
 
     with pytest.raises(ConfigError, match=r"got 'tone-scorr'; did you mean 'tone-scorer'\?$"):
         build_scorers(["tone-scorr"])

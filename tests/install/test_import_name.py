@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import zipfile
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parents[2]

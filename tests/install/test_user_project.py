@@ -13,7 +13,6 @@ import os
 import signal
 import socket
 import subprocess
-import textwrap
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from evalduck.scorers import Scorer, ScorerInput, _retry
-from evalduck.scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY, FakeOpenAIServer
+from evalduck.scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.fixture

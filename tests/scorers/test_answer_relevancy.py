@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalduck.scorers import ConfigError, InvalidJudgeAnswer, ScorerInputError, ScorerResult, create_answer_relevancy_scorer
+from evalduck.scorers import (
+    ConfigError,
+    InvalidJudgeAnswer,
+    ScorerInputError,
+    ScorerResult,
+    create_answer_relevancy_scorer,
+)
 from evalduck.scorers.prebuilt.answer_relevancy import relevancy_score
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply
 

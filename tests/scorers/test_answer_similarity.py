@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from judged import JUDGE
 
 from evalduck.scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_answer_similarity_scorer
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
-from judged import JUDGE
 
 
 def analysis(kinds: list[str], extra: int = 0, contradictions: int = 0) -> dict[str, Any]:

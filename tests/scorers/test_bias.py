@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from judged import JUDGE
 
 from evalduck.scorers import ConfigError, InvalidJudgeAnswer, create_bias_scorer
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply
-
-from judged import JUDGE
 
 
 def results(*verdicts: str) -> dict[str, Any]:

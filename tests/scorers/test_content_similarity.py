@@ -23,7 +23,7 @@ ALPHABET = list(JS_WHITESPACE) + ["\x1c", "\x1f", "\x85"] + list("abAB.é東😀
 
 
 def reference_dice(first: str, second: str) -> float:
-    """compareTwoStrings written from SCORERS.md 2.2, step by step, on lists of code units."""
+    """Mastra's compareTwoStrings written from SCORERS.md 2.2, step by step, on lists of code units."""
     def units(text: str) -> list[int]:
         data = text.encode("utf-16-le", "surrogatepass")
         return [data[i] | data[i + 1] << 8 for i in range(0, len(data), 2)]
@@ -81,7 +81,7 @@ def test_equals_mastra_run_in_node() -> None:
     out = subprocess.run(["node", "-e", MASTRA_JS], input=json.dumps(pairs), capture_output=True, text=True,
                          check=True, timeout=60).stdout
     scorer = create_content_similarity_scorer()
-    for (reference, output), (js_reference, js_output, js_score) in zip(pairs, json.loads(out)):
+    for (reference, output), (js_reference, js_output, js_score) in zip(pairs, json.loads(out), strict=True):
         result = scorer.run(input="q", output=output, ground_truth=reference)
         assert result.preprocess_step_result == {"processedInput": js_reference, "processedOutput": js_output}
         assert result.score == js_score, (reference, output)

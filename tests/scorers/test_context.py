@@ -1,3 +1,6 @@
+"""What a scorer reads of a run (ScorerInput, StepContext): built from keywords or a Mastra dict, checked
+with named fields, frozen, and never keyed on the run id."""
+
 from __future__ import annotations
 
 import pytest

@@ -5,12 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from judged import JUDGE
 
-from evalduck.scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_context_precision_scorer, create_context_relevance_scorer
+from evalduck.scorers import (
+    ConfigError,
+    InvalidJudgeAnswer,
+    NotScorable,
+    create_context_precision_scorer,
+    create_context_relevance_scorer,
+)
 from evalduck.scorers.prebuilt.context_precision import average_precision
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
-from judged import JUDGE
 
 QUESTION = "When was the Eiffel Tower completed?"
 CONTEXT = ["Bananas are yellow fruit.", "The Eiffel Tower was completed in 1889.", "Paris has many museums."]
@@ -49,7 +54,7 @@ def test_precision_sorts_by_index_and_scales(step_result: Any) -> None:
 def relevance(levels: list[str], used: list[bool], missing: int = 0) -> dict[str, Any]:
     evaluations = [
         {"context_index": i, "contextPiece": "p", "relevanceLevel": lv, "wasUsed": u, "reasoning": "r"}
-        for i, (lv, u) in enumerate(zip(levels, used))
+        for i, (lv, u) in enumerate(zip(levels, used, strict=True))
     ]
     return {"analyze": {"evaluations": evaluations, "missingContext": [f"m{i}" for i in range(missing)], "overallAssessment": "a"}}
 

@@ -5,11 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from evalduck.scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_faithfulness_scorer, create_hallucination_scorer
-from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
 from judged import JUDGE
+
+from evalduck.scorers import (
+    ConfigError,
+    InvalidJudgeAnswer,
+    NotScorable,
+    create_faithfulness_scorer,
+    create_hallucination_scorer,
+)
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 CONTEXT = ["The Eiffel Tower is in Paris.", "The Eiffel Tower was completed in 1889."]
 OUTPUT = "The Eiffel Tower was completed in 1889. The Eiffel Tower stands in Berlin. The Eiffel Tower may close soon."
@@ -24,7 +29,9 @@ def verdicts(*values: str) -> dict[str, Any]:
     claims = [f"claim {i}" for i in range(len(values))]
     return {
         "preprocess": {"claims": claims},
-        "analyze": {"verdicts": [{"statement": c, "verdict": v, "reason": "r"} for c, v in zip(claims, values)]},
+        "analyze": {
+            "verdicts": [{"statement": c, "verdict": v, "reason": "r"} for c, v in zip(claims, values, strict=True)]
+        },
     }
 
 

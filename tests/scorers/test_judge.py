@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from evalduck import scorers
 import evalduck.scorers.judge
+from evalduck import scorers
 from evalduck.scorers import (
     InvalidJudgeAnswer,
     JudgeConfigError,
@@ -25,7 +25,8 @@ from evalduck.scorers import (
 )
 from evalduck.scorers import JudgeErrorKind as K
 from evalduck.scorers._judge import ask_judge
-from evalduck.scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY, FakeOpenAIServer, Reply
+from evalduck.scorers.testing.fake_openai import CANARY_KEY as FAKE_KEY
+from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, Reply
 
 RUN = {"input": "Where is my parcel?", "output": "It ships tomorrow."}
 
@@ -164,8 +165,9 @@ class TestClassification:
             assert getattr(copy, "retry_after", None) == getattr(error, "retry_after", None)
 
     def test_errors_pickle_whole_where_tblib_pickles_exceptions(self, server: FakeOpenAIServer) -> None:
-        """distributed installs tblib's pickling for every exception class defined when it is imported, which also
-        pickles an exception's __context__; litellm's exceptions cannot be unpickled, so ours must not carry one."""
+        """Dask's distributed installs tblib's pickling for every exception class defined when it is imported,
+        which also pickles an exception's __context__; litellm's exceptions cannot be unpickled, so ours must
+        not carry one."""
         import tblib.pickling_support
 
         for error in (failure(server, Reply.rate_limit(retry_after=3)), failure(server, Reply.http_error(404, "no"))):

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from typing import Any
 
 import pytest
+from judged import JUDGE
 
 from evalduck.scorers import PREBUILT, Scorer, StepOutput
 from evalduck.scorers._judge import _parse, output_schema
 from evalduck.scorers.testing.fake_openai import default_responder, request_step
-
-from judged import JUDGE
 
 CONTEXT = ["The Eiffel Tower is in Paris.", "It was completed in 1889."]
 TOOL_OUTPUT = [
@@ -58,7 +58,7 @@ def judged_in_process(scorer: Scorer, run: dict[str, Any]) -> dict[str, Any]:
         }
         assert request_step(request) == step.name
         answer = default_responder(request)
-        check = (lambda parsed: jp.check(ctx, parsed)) if jp.check else None
+        check = partial(jp.check, ctx) if jp.check else None
         results[step.name] = _parse(json.dumps(answer), jp.output_model, check)  # raises on an invalid answer
     return results
 

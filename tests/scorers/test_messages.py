@@ -1,3 +1,6 @@
+"""The text a scorer reads from an input or output given as a string or as chat messages, and the named
+error for any other shape."""
+
 from __future__ import annotations
 
 import pytest

@@ -6,12 +6,11 @@ import copy
 from typing import Any
 
 import pytest
+from judged import JUDGE
 
 from evalduck.scorers import ConfigError, InvalidJudgeAnswer, NotScorable, create_prompt_alignment_scorer
 from evalduck.scorers.prebuilt.prompt_alignment import BLANK_OUTPUT
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
-from judged import JUDGE
 
 CHAT = [
     {"role": "system", "content": "Answer in one sentence."},

@@ -1,3 +1,5 @@
+"""Half-up rounding (0.075 -> 0.08, as on paper), where Python's ``round()`` rounds half to even."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,3 +1,6 @@
+"""The textual difference scorer: its four measures by hand, its fallbacks and options, and
+properties over random texts."""
+
 from __future__ import annotations
 
 import json
@@ -5,7 +8,6 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rapidfuzz.distance import Levenshtein
 
 from evalduck.scorers import ConfigError, ScorerInputError, ScorerResult, create_textual_difference_scorer

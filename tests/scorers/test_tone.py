@@ -1,3 +1,6 @@
+"""The tone scorer (SPEC 3.2): comparison against a reference tone and stability without one, the
+reference's fallbacks, options, and properties over random texts."""
+
 from __future__ import annotations
 
 import statistics

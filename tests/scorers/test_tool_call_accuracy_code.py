@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from evalduck.scorers import ConfigError, NotScorable, create_tool_call_accuracy_scorer_code as create
+from evalduck.scorers import ConfigError, NotScorable
+from evalduck.scorers import create_tool_call_accuracy_scorer_code as create
 from evalduck.scorers.prebuilt.tool_call_accuracy_code import order_called
 
 

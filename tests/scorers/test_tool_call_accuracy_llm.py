@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from judged import JUDGE
 
 from evalduck.scorers import ConfigError, InvalidJudgeAnswer, ScorerInputError, create_tool_call_accuracy_scorer_llm
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
-from judged import JUDGE
 
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "description": "Current weather for a city.", "parameters": {}}},

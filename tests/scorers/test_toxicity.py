@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from judged import JUDGE
 
 from evalduck.scorers import ConfigError, create_toxicity_scorer
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
-from judged import JUDGE
 
 
 def verdicts(*values: str) -> dict[str, Any]:

@@ -151,7 +151,7 @@ def test_plain_duckdb_connection_can_use_the_stored_sql(db_path: Path, store: St
     try:
         cursor = con.execute("SELECT * FROM compare_runs(previous_run(), latest_run())")
         columns = [d[0] for d in cursor.description]
-        got = [dict(zip(columns, row)) for row in cursor.fetchall()]
+        got = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
         worst = con.execute("SELECT item_id FROM item_deltas('A', run_named('nightly'), 's') LIMIT 1").fetchone()
         summary = con.execute("SELECT count(*) FROM run_scorer_summary").fetchone()
     finally:

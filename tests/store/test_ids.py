@@ -1,3 +1,5 @@
+"""Item ids: a dataset's own id wins, otherwise a content hash that ignores the output, numbered on repeats."""
+
 from __future__ import annotations
 
 from evalduck.flows.store.ids import item_id, item_ids

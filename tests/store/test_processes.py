@@ -25,7 +25,7 @@ def test_two_writers_and_a_reader_all_succeed(db_path: Path) -> None:
     writers = [_spawn("write", str(db_path), run, "60", "10") for run in ("run-one", "run-two")]
     reader = _spawn("read", str(db_path), "3")
     outputs = [proc.communicate(timeout=240) for proc in (*writers, reader)]
-    for proc, (out, err) in zip((*writers, reader), outputs):
+    for proc, (out, err) in zip((*writers, reader), outputs, strict=True):
         assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{out}\nstderr:\n{err}"
         assert "lock" not in err.lower(), err
     assert outputs[0][0].strip().endswith("done") and outputs[1][0].strip().endswith("done")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evalduck.flows.store.redact import redact_url, redact_urls
 from evalduck.flows.store import Store
+from evalduck.flows.store.redact import redact_url, redact_urls
 
 
 @pytest.mark.parametrize(("given", "shown"), [

@@ -21,8 +21,8 @@ from test_schema import V3_RUNS
 
 from evalduck.flows.report.html import write_report
 from evalduck.flows.store import ScoreRow, Store, lake
-from evalduck.flows.store import store as store_module
 from evalduck.flows.store import schema as schema_module
+from evalduck.flows.store import store as store_module
 from evalduck.flows.store.schema import SCHEMA_VERSION, migrate
 from evalduck.flows.store.target import parse_target
 

@@ -81,7 +81,7 @@ def test_recipe_runs_and_returns_rows(recipe_db: Path, number: int, title: str, 
     try:
         cursor = con.execute(query)
         columns = [d[0] for d in cursor.description]
-        rows = [dict(zip(columns, r)) for r in cursor.fetchall()]
+        rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
     finally:
         con.close()
     assert rows, f"recipe {number} ({title}) returned no rows"
@@ -114,6 +114,6 @@ def test_plain_duckdb_cli_reads_the_file_and_its_macros(recipe_db: Path) -> None
     got = list(csv.DictReader(io.StringIO(proc.stdout)))
     expected = Store(recipe_db).compare("previous", "latest")
     assert [r["scorer_id"] for r in got] == [r["scorer_id"] for r in expected]
-    for row, want in zip(got, expected):
+    for row, want in zip(got, expected, strict=True):
         assert float(row["mean_delta"]) == pytest.approx(want["mean_delta"])
         assert float(row["ci_high"]) == pytest.approx(want["ci_high"])

@@ -1,3 +1,6 @@
+"""The results store on a DuckDB file: upserts with one row per cell (the last write wins), runs and their
+references, the summary views, and read-only SQL."""
+
 from __future__ import annotations
 
 import json

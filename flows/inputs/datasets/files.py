@@ -30,7 +30,7 @@ def _save_as_utf8(path: Path) -> str:
 
 def _not_utf8(path: Path) -> DatasetError:
     """Where a file that failed to decode stops being UTF-8: line, column and byte offset, and the remedy.
-    (Found by a second, binary pass: a text reader's error position is relative to its buffer.)"""
+    It is found by a second, binary pass: a text reader's error position is relative to its buffer."""
     offset = 0
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, 1):
@@ -131,7 +131,7 @@ _JSON_LIST_CELLS = frozenset({"context", "expectedToolOrder", "expected_tool_ord
 
 def _csv_row(header: Sequence[str], cells: Sequence[str]) -> dict[str, Any] | BadRow:
     row: dict[str, Any] = {}
-    for key, value in zip(header, cells):
+    for key, value in zip(header, cells, strict=False):  # fewer cells: the rest are empty (more: refused above)
         if value == "":
             continue
         is_list = key in _JSON_LIST_CELLS and value.lstrip().startswith("[")
@@ -153,7 +153,7 @@ def _parquet_rows(path: Path) -> list[tuple[str, Any]]:
         cur = con.execute("SELECT * FROM read_parquet(?)", [str(path)])
         names = [d[0] for d in cur.description]
         return [
-            (f"{path} row {i}", {k: v for k, v in zip(names, values) if v is not None})
+            (f"{path} row {i}", {k: v for k, v in zip(names, values, strict=True) if v is not None})
             for i, values in enumerate(cur.fetchall(), 1)
         ]
     except duckdb.Error as exc:

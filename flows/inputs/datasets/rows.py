@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from evalduck.flows.inputs.datasets.errors import DatasetError
+from evalduck.flows.store.ids import item_ids
 from evalduck.scorers import (
     canonical_json,
     check_context,
@@ -17,9 +20,6 @@ from evalduck.scorers import (
     check_tool_order,
     describe_validation,
 )
-
-from evalduck.flows.inputs.datasets.errors import DatasetError
-from evalduck.flows.store.ids import item_ids
 
 __all__ = ("BadRow", "DatasetItem", "Dataset", "dataset_from_rows", "validate_rows")
 
@@ -164,7 +164,7 @@ def validate_rows(located: Sequence[tuple[str, Any]], source: str, *, path: str 
             expected_tool=r.expected_tool,
             expected_tool_order=r.expected_tool_order,
         )
-        for iid, (where, r) in zip(ids, rows)
+        for iid, (where, r) in zip(ids, rows, strict=True)
     ]
     digest = hashlib.sha256()
     for row in dumped:

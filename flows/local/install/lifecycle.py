@@ -12,12 +12,14 @@ from pydantic import BaseModel, Field
 
 from evalduck.flows.local.folder import STATE_DIR_ENV
 from evalduck.flows.local.idle import STATUS_FILE as IDLE_STATUS
-from evalduck.flows.local.warm.wire import STATUS_FILE as WARM_STATUS
-from evalduck.flows.prefect_settings import ui_url_for
-from evalduck.flows.settings import CACHE_DIR_ENV, DB_ENV
-
-
-from evalduck.flows.local.install.credentials import authenticates, client_auth, client_env, folder_auth, login_hint, server_env
+from evalduck.flows.local.install.credentials import (
+    authenticates,
+    client_auth,
+    client_env,
+    folder_auth,
+    login_hint,
+    server_env,
+)
 from evalduck.flows.local.install.pool import (
     deploy_all,
     ensure_work_pool,
@@ -44,11 +46,13 @@ from evalduck.flows.local.install.state import (
     forget_state,
     prefect_home,
     read_state,
-    state_path,
     server_lock,
+    state_path,
     write_state,
 )
-
+from evalduck.flows.local.warm.wire import STATUS_FILE as WARM_STATUS
+from evalduck.flows.prefect_settings import ui_url_for
+from evalduck.flows.settings import CACHE_DIR_ENV, DB_ENV
 
 __all__ = ("ServeOptions", "ui_url_for", "worker_env", "serve", "stop", "stop_all")
 

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 from evalduck.flows.local.install.processes import log_tail
 from evalduck.flows.local.install.state import WORK_POOL, ServeError, child_env, prefect_executable
 
-
 __all__ = ("ui_api_url", "flow_run_command", "ensure_work_pool", "wait_worker_online", "deploy_all")
 
 def ui_api_url(base_url: str) -> str | None:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import httpx
 
-
 from evalduck.flows.local.install.state import (
     QUIET_ENV,
     WORK_POOL,
@@ -22,7 +21,6 @@ from evalduck.flows.local.install.state import (
     prefect_executable,
     write_state,
 )
-
 
 __all__ = (
     "is_healthy",

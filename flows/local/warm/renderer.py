@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
-from evalduck.flows.report.html.charts import draw_in_process, use_drawer
 from evalduck.flows.local.warm.wire import NotOurs, close_fds, connect_own, peer, recv, send
+from evalduck.flows.report.html.charts import draw_in_process, use_drawer
 
 __all__ = ("TIMEOUT_S", "draw_in_process", "draw_svg", "main", "serve", "use_socket")
 

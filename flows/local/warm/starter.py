@@ -36,8 +36,21 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from evalduck.flows.local.warm.wire import (
-    DEFAULT_PRELOAD_S, MARKER, PACKAGES_ROOT, SUPPORTED, UNSUPPORTED_WHY, apply_process, close_fds, frozen_env,
-    own_folder, peer, recv, send, socket_path, starter_status, write_starter_status,
+    DEFAULT_PRELOAD_S,
+    MARKER,
+    PACKAGES_ROOT,
+    SUPPORTED,
+    UNSUPPORTED_WHY,
+    apply_process,
+    close_fds,
+    frozen_env,
+    own_folder,
+    peer,
+    recv,
+    send,
+    socket_path,
+    starter_status,
+    write_starter_status,
 )
 
 __all__ = ("MARKER", "PRELOADS", "code_fingerprint", "main")

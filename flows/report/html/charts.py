@@ -1,8 +1,9 @@
 """The report's charts: Vega-Lite specs (package data, charts/*.vl.json) filled with the run's data and drawn
 as SVG by vl-convert-python, at write time. The page carries no chart script (docs/architecture.md: why).
 
-vl-convert holds the GIL while it draws, and its first call in a process starts its JavaScript runtime
-(~1-3 s here); later calls take ~0.05-0.3 s. One call per chart kind, scorers as facets. Whoever has a cheaper
+vl-convert holds the GIL while it draws, and its first call in a process starts its JavaScript runtime, which
+costs far more than a later call (docs/benchmarks.md, section "Charts of forked runs drawn by the warm
+renderer"). One call per chart kind, scorers as facets. Whoever has a cheaper
 way to draw hands it in with ``use_drawer`` (a run forked by the warm starter: the folder's renderer,
 flows/local/warm/renderer.py), so that the report knows no process plumbing."""
 
@@ -29,6 +30,7 @@ def _spec(name: str) -> str:
 
 
 def draw_in_process(spec: dict[str, Any]) -> str:
+    """A Vega-Lite spec as SVG, by vl-convert in this process (the default drawer; see ``use_drawer``)."""
     import vl_convert
 
     return str(vl_convert.vegalite_to_svg(spec))
@@ -56,6 +58,7 @@ def run_label(run_id: str, started_at: Any) -> str:
 
 
 def histograms_svg(scores: dict[str, Sequence[float]]) -> str | None:
+    """One histogram per scorer of its scored cells; None when nothing was scored."""
     values = [{"scorer": scorer, "score": s} for scorer, column in scores.items() for s in column]
     return _draw("histograms", values) if values else None
 
@@ -73,6 +76,7 @@ def _trend_values(trend: Sequence[ScorerStats], labels: Mapping[str, str] | None
 
 
 def trend_svg(trend: Sequence[ScorerStats], labels: Mapping[str, str] | None = None) -> str | None:
+    """Each scorer's mean over the recent runs; None for a single run, where there is no trend to draw."""
     values = _trend_values(trend, labels)
     return _draw("trend", values) if len({v["order"] for v in values}) > 1 else None
 

@@ -74,6 +74,8 @@ def _json(value: Any) -> Any:
 
 
 class Header(BaseModel):
+    """The report's top: the run, its target, judges, tokens, cost and duration, and its flow run's page."""
+
     run: RunRecord
     target: str | None
     judge_models: list[str]
@@ -84,6 +86,8 @@ class Header(BaseModel):
 
 
 class ScorerSection(BaseModel):
+    """One scorer's part of the report: its stats, direction, scored cells and what it measures."""
+
     stats: ScorerStats
     higher_is_better: bool
     scores: list[float]  # the scored cells, for the histogram
@@ -91,6 +95,8 @@ class ScorerSection(BaseModel):
 
 
 class MovedItem(BaseModel):
+    """An item whose score moved most between the compared runs, with both runs' output and reason."""
+
     item_id: str
     moved: str  # "improved" or "regressed", by the scorer's direction
     delta: float
@@ -106,12 +112,16 @@ class MovedItem(BaseModel):
 
 
 class ScorerComparison(BaseModel):
+    """One scorer's comparison with the other run: the `compare_runs` row and the most-moved items."""
+
     row: dict[str, Any]  # compare_runs' row: means, mean paired delta, interval, counts, warning
     higher_is_better: bool
     moved: list[MovedItem]
 
 
 class ReportData(BaseModel):
+    """Everything one report shows (module docstring), gathered before the page is rendered."""
+
     header: Header
     scorers: list[ScorerSection]
     trend_runs: list[RunRecord]

@@ -14,7 +14,7 @@ __all__ = ("scorer_directions", "direction_label")
 
 
 def scorer_directions(records: Records, run_id: str) -> dict[str, bool]:
-    """scorer id -> higher_is_better for the run; scorers absent from the mapping are higher-is-better."""
+    """Each scorer id -> higher_is_better for the run; scorers absent from the mapping are higher-is-better."""
     present = records("SELECT count(*) AS n FROM duckdb_tables() WHERE database_name = current_database() "
                       "AND table_name = 'run_scorers'", [])[0]["n"]
     if not present:

@@ -1,6 +1,6 @@
 """Reads for the report on one read-only connection: a report asks a dozen queries, and each `Store` call opens
-the file anew (~40 ms idle, several times that on a loaded machine). `Records` is what the query helpers take,
-so `evalduck show` can call them through `Store.sql` as well."""
+the file anew, which costs CPU (docs/benchmarks.md, section "Eval flow, third session"). `Records` is what the
+query helpers take, so `evalduck show` can call them through `Store.sql` as well."""
 
 from __future__ import annotations
 
@@ -29,6 +29,6 @@ def one_connection(store: Store) -> Iterator[Records]:
         def records(query: str, params: Params) -> list[dict[str, Any]]:
             cursor = con.execute(query, params)
             columns = [d[0] for d in cursor.description or ()]
-            return [dict(zip(columns, row)) for row in cursor.fetchall()]
+            return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
         yield records

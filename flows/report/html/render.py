@@ -15,10 +15,10 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from evalduck.flows.report.text import visible, visible_rule
 from evalduck.flows.report.html.charts import deltas_svg, histograms_svg, trend_svg
 from evalduck.flows.report.html.data import ReportData
 from evalduck.flows.report.html.direction import direction_label
+from evalduck.flows.report.text import visible, visible_rule
 
 __all__ = ("render_html",)
 
@@ -33,8 +33,8 @@ def _environment() -> jinja2.Environment:
 
 
 def _shown(value: Any) -> Any:
-    """Every text the template writes, with control and bidi characters written as escapes, as the CLI shows
-    them (flows/report/text.py): an id `rtl\\u202egnp.exe` must not read `exe.png`. Markup (`| safe`: the page's own
+    r"""Every text the template writes, with control and bidi characters written as escapes, as the CLI shows
+    them (flows/report/text.py): an id `rtl\u202egnp.exe` must not read `exe.png`. Markup (`| safe`: the page's own
     style, script, data and charts) is the page's, not a user's, and passes as is."""
     return visible(value) if isinstance(value, str) and not isinstance(value, markupsafe.Markup) else value
 
@@ -89,8 +89,8 @@ def _script_json(value: dict[str, Any]) -> str:
 
 
 def _packed(text: str) -> str:
-    """The item table's JSON gzipped and in base64 (the page unpacks it with DecompressionStream): 10,000
-    items' 8 MB of JSON become ~0.8 MB (docs/benchmarks.md)."""
+    """The item table's JSON gzipped and in base64 (the page unpacks it with DecompressionStream): about a
+    tenth of the size of the plain JSON (docs/benchmarks.md, section "HTML report")."""
     return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
 
 
@@ -102,6 +102,7 @@ def _moved_verdict(c: Any) -> str:
 
 
 def render_html(data: ReportData) -> str:
+    """The report page: the charts drawn now as SVG, the template filled, nothing fetched when it opens."""
     charts = {
         "histograms": histograms_svg({s.stats.scorer_id: s.scores for s in data.scorers}),
         "trend": trend_svg(data.trend, {s.stats.scorer_id: f"{s.stats.scorer_id} ({direction_label(False)})"

@@ -18,6 +18,8 @@ __all__ = ("WrittenReport", "default_report_path", "write_report")
 
 
 class WrittenReport(BaseModel):
+    """Where a report was written, its size in bytes and how long writing it took, in seconds."""
+
     path: Path
     bytes: int
     seconds: float
