@@ -82,7 +82,8 @@ def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tu
 
 def _api(api_url: str, lasting: bool, auth: str | None = None) -> Any:
     """Prefect's settings pointed at ``api_url`` for the run, with ``auth`` as its credentials when given
-    (environment changes after Prefect's import are not seen; one ``temporary_settings``: each costs ~0.1 s).
+    (environment changes after Prefect's import are not seen). One ``temporary_settings``, since each costs
+    time (docs/benchmarks.md, section 'Later demo runs after issue 23's server lock, auth and source digests').
     A server that ends with the run (``lasting`` false: --ephemeral, CI) has no UI and is gone when its report
     is read, so the UI URL is left empty: the report shows the flow run's id, not a dead link."""
     from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
