@@ -17,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evalduck.scorers._cache_key import without_excluded
 from evalduck.scorers._errors import ConfigError, InvalidJudgeAnswer, describe_validation
+from evalduck.scorers._redact import public_extra, redact
 from evalduck.scorers._result import JudgeUsage
-from evalduck.scorers._transport import JudgeTransport, default_transport, public_extra, redact
+from evalduck.scorers._transport import JudgeTransport, default_transport
 
 __all__ = (
     "JUDGE_MODEL_ENV",

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from evalduck.scorers._errors import JudgeTransientError
-from evalduck.scorers._transport import RETRY_AFTER_CAP_S
+from evalduck.scorers._failures import RETRY_AFTER_CAP_S
 
 __all__ = ("BACKOFF_BASE_S", "BACKOFF_MAX_S", "backoff_delay", "with_retries")
 

@@ -31,8 +31,9 @@ from evalduck.scorers._errors import (
     JudgeTransientError,
 )
 from evalduck.scorers._judge import JudgeSettings
+from evalduck.scorers._redact import redact_url
 from evalduck.scorers._result import JudgeUsage
-from evalduck.scorers._transport import JudgeTransport, LiteLLMTransport, complete, redact_url
+from evalduck.scorers._transport import JudgeTransport, LiteLLMTransport, complete
 
 __all__ = (
     "JudgeTransport",

@@ -88,7 +88,9 @@ def main() -> None:
 # Command modules register themselves on import (one line each; keep this block last), in the order
 # `evalduck --help` lists them: hence no import sorting here.
 # isort: off
-from evalduck.flows.cli import results  # noqa: E402,F401
+from evalduck.flows.cli import runs  # noqa: E402,F401
+from evalduck.flows.cli import compare  # noqa: E402,F401
+from evalduck.flows.cli import sql  # noqa: E402,F401
 from evalduck.flows.cli import report  # noqa: E402,F401
 from evalduck.flows.cli import run  # noqa: E402,F401
 from evalduck.flows.cli import serve  # noqa: E402,F401

@@ -42,6 +42,8 @@ __all__ = ("run",)
 
 _PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt", "refresh": "no_cache",
                    "target_timeout_s": "target_timeout", "judge_timeout_s": "judge_timeout"}
+# Options of `run` that are no EvalConfig field: how the terminal shows the run, which server records it.
+_NOT_CONFIG = frozenset({"verbose", "ephemeral"})
 
 
 def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tuple[str, bool, bool, str | None]:
@@ -80,7 +82,8 @@ def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tu
 
 def _api(api_url: str, lasting: bool, auth: str | None = None) -> Any:
     """Prefect's settings pointed at ``api_url`` for the run, with ``auth`` as its credentials when given
-    (environment changes after Prefect's import are not seen; one ``temporary_settings``: each costs ~0.1 s).
+    (environment changes after Prefect's import are not seen). One ``temporary_settings``, since each costs
+    time (docs/benchmarks.md, section 'Later demo runs after issue 23's server lock, auth and source digests').
     A server that ends with the run (``lasting`` false: --ephemeral, CI) has no UI and is gone when its report
     is read, so the UI URL is left empty: the report shows the flow run's id, not a dead link."""
     from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
@@ -182,7 +185,21 @@ def run(
     """Score DATASET with the scorers, store every result in DuckDB, print the summary.
 
     \f
-    Long only by its signature: one option per RunOptions field (tests/cli/test_run_options.py)."""
+    Long only by its signature: one option per RunOptions field (tests/cli/test_run_options.py); the body
+    reads their values from ``ctx.params`` (``_config_values``), so the list is written here once."""  # noqa: D301
+    _prepare_process(verbose)
+    err = Console(stderr=True, soft_wrap=True)
+    out = Console(width=console_width(sys.stdout))
+    # Every usage error is found here, in a second, before Prefect (and its local server) start.
+    config = _config(ctx, _config_values(ctx))
+    check_usage(ctx, config)
+    _prestart_judge(config)
+    print_result(out, err, *_run_on_server(ctx, err, config, ephemeral))
+
+
+def _prepare_process(verbose: bool) -> None:
+    """This process made ready for a run: evalduck's environment defaults, Prefect's console lines hidden
+    unless ``verbose``, Prefect's settings from this environment, and the working directory importable."""
     from evalduck.flows.prefect_settings import refresh_prefect
     from evalduck.flows.settings import apply_process_defaults, quiet_console
 
@@ -192,25 +209,28 @@ def run(
     refresh_prefect()  # Prefect's settings from this run's environment, if a process before it built them
     if os.getcwd() not in sys.path:  # `--target mymod:fn` finds mymod.py here, as `python -m` would
         sys.path.insert(0, os.getcwd())
-    err = Console(stderr=True, soft_wrap=True)
-    out = Console(width=console_width(sys.stdout))
-    # Every usage error is found here, in a second, before Prefect (and its local server) start.
-    config = _config(ctx, {
-        "dataset": str(dataset) if dataset else None, **({"scorers": list(scorer)} if scorer else {}), "target": target,
-        "target_system_prompt": system_prompt, "target_api_base": target_api_base, "target_timeout_s": target_timeout,
-        "judge_model": judge_model, "judge_api_base": judge_api_base, "judge_rpm": judge_rpm,
-        "judge_timeout_s": judge_timeout, "concurrency": concurrency, "name": name, "db": str(db_path(ctx)),
-        "cache_dir": str(cache_dir) if cache_dir else None, "refresh": no_cache, "explain_cache": explain_cache, "resume": resume, "retries": retries,
-        "retry_backoff_s": retry_backoff_s, "fail_fast": fail_fast, "judge_process": judge_process,
-        "chunk_size": chunk_size, "progress_every": progress_every, "report": report, "runner": runner,
-        "dask_address": dask_address, "workers": workers,
-    })
-    check_usage(ctx, config)
-    if config.judge_process and config.runner == "local" and calls_models(config):  # on Dask, workers ask
+
+
+def _config_values(ctx: typer.Context) -> dict[str, Any]:
+    """Every EvalConfig field by its option's value (``ctx.params``, renamed by ``_PARAM_OF_FIELD``), paths as
+    text, the scorers only when given (else the default three) and ``db`` as `db_path` chooses it."""
+    field_of = {param: field for field, param in _PARAM_OF_FIELD.items()}
+    values = {field_of.get(param, param): value for param, value in ctx.params.items() if param not in _NOT_CONFIG}
+    scorers = values.pop("scorers", None)
+    if scorers:
+        values["scorers"] = list(scorers)
+    for field in ("dataset", "cache_dir"):
+        values[field] = str(values[field]) if values[field] else None
+    return {**values, "db": str(db_path(ctx))}
+
+
+def _prestart_judge(config: EvalConfig) -> None:
+    """The judge child started while the run is prepared, for a local run that calls a model (on Dask, the
+    workers ask their own)."""
+    if config.judge_process and config.runner == "local" and calls_models(config):
         from evalduck.flows.judge.process import prestart
 
         prestart()
-    print_result(out, err, *_run_on_server(ctx, err, config, ephemeral))
 
 
 def _config(ctx: typer.Context, values: dict[str, Any]) -> EvalConfig:

@@ -4,61 +4,35 @@ Holding no connection between calls is what lets two eval processes and a user's
 file (see connection.py and docs/schema.md). Batches are upserted by staging them in a temporary
 table with DuckDB's appender, deleting the keys they replace and inserting them, all in one
 transaction: a batch lands whole or not at all, and a crash loses only batches not yet written.
+This class holds the connection rules; the SQL it runs is in queries.py (reads) and runs.py (a run's row).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
 import duckdb
-from pydantic import BaseModel
 
 from evalduck.flows.project.defaults import default_db_path
-from evalduck.flows.store import lake
+from evalduck.flows.store import lake, queries
 from evalduck.flows.store.connection import connect, held, transaction
-from evalduck.flows.store.errors import StoreDiskError, StoreError, UnknownRunError, disk_refusal, write_refused
+from evalduck.flows.store.errors import StoreDiskError, StoreError, disk_refusal, write_refused
 from evalduck.flows.store.liveness import gone_writers, mark_interrupted_runs, this_writer
 from evalduck.flows.store.models import SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
+from evalduck.flows.store.queries import RunSummary
 from evalduck.flows.store.redact import redact_urls
+from evalduck.flows.store.runs import RUN_STATUSES, check_status, evalduck_version, record_start, set_status
 from evalduck.flows.store.schema import check_readable, migrate
 from evalduck.flows.store.target import StoreTarget, parse_target
-from evalduck.flows.store.upsert import (
-    ITEM_COLUMNS,
-    RUN_SCORER_COLUMNS,
-    item_tuples,
-    replace_run_rows,
-    score_tuples,
-    to_json,
-    upsert,
-    utcnow,
-)
+from evalduck.flows.store.upsert import ITEM_COLUMNS, item_tuples, score_tuples, to_json, upsert
 
 __all__ = ("Store", "RunSummary", "default_db_path", "RUN_STATUSES")
 
-# `interrupted`: the store found the run `running` with its writer process gone (killed, or its machine
-# restarted); it is set on open, never by a writer.
-RUN_STATUSES = ("running", "completed", "failed", "cancelled", "interrupted")
 T = TypeVar("T")
-
-
-def _evalduck_version() -> str | None:
-    try:
-        return metadata.version("evalduck")
-    except metadata.PackageNotFoundError:
-        return None
-
-
-class RunSummary(BaseModel):
-    """A run with one summary row per scorer (the `run_scorer_summary` view)."""
-
-    run: RunRecord
-    scorers: list[dict[str, Any]]
 
 
 class Store:
@@ -91,14 +65,14 @@ class Store:
 
     def _open(self) -> tuple[int, list[str]]:
         with self._connect() as con:
-            migrated_from = migrate(con, str(self.path), _evalduck_version())
+            migrated_from = migrate(con, str(self.path), evalduck_version())
             if self.target.shared:
                 lake.ensure_write_token(con)
             return migrated_from, mark_interrupted_runs(con)
 
     def _open_read_only(self) -> int:
         with self._connect(read_only=True) as con:
-            found = check_readable(con, str(self.path), _evalduck_version())
+            found = check_readable(con, str(self.path), evalduck_version())
             self.left_running = gone_writers(con)
         return found
 
@@ -199,32 +173,9 @@ class Store:
         item_rows = item_tuples(run_id, items)
         stored_config = to_json(redact_urls(dict(config or {})))
         writer = this_writer()
-
-        def body(con: duckdb.DuckDBPyConnection) -> None:
-            exists = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()
-            if exists and exists[0]:
-                con.execute(
-                    "UPDATE runs SET status = 'running', finished_at = NULL, config = ?, "
-                    "flow_run_id = coalesce(?, flow_run_id), evalduck_version = ?, "
-                    "writer_pid = ?, writer_host = ?, writer_token = ? WHERE run_id = ?",
-                    [stored_config, flow_run_id, _evalduck_version(), writer.pid, writer.host, writer.token, run_id],
-                )
-            else:
-                con.execute(
-                    "INSERT INTO runs (run_id, name, dataset, dataset_hash, status, started_at, config, flow_run_id, "
-                    "evalduck_version, writer_pid, writer_host, writer_token) "
-                    "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        run_id, name, dataset, dataset_hash, started_at or utcnow(), stored_config, flow_run_id,
-                        _evalduck_version(), writer.pid, writer.host, writer.token,
-                    ],
-                )
-            upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
-            if directions is not None:  # staged like a batch: DuckDB 1.5's list parameters are slow (upsert.py)
-                replace_run_rows(con, "run_scorers", RUN_SCORER_COLUMNS, run_id,
-                                 [(run_id, scorer_id, bool(better)) for scorer_id, better in directions.items()])
-
-        self._write(body)
+        self._write(lambda con: record_start(
+            con, run_id, name=name, dataset=dataset, dataset_hash=dataset_hash, config=stored_config,
+            flow_run_id=flow_run_id, started_at=started_at, writer=writer, item_rows=item_rows, directions=directions))
 
     def mark_interrupted(self) -> list[str]:
         """Mark `interrupted` every `running` run whose writer process is certainly gone; returns their ids.
@@ -238,17 +189,8 @@ class Store:
 
     def finish_run(self, run_id: str, status: str) -> None:
         """Set the run's final status (`completed`, `failed` or `cancelled`) and finish time."""
-        _check_status(status)
-        self._write(lambda con: self._set_status(con, run_id, status))
-
-    def _set_status(self, con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:
-        # No RETURNING: DuckLake does not support it on UPDATE.
-        found = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()
-        if found and found[0]:
-            con.execute("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
-                        [status, None if status == "running" else utcnow(), run_id])
-        else:
-            raise UnknownRunError(f"{self.path}: no run with id {run_id!r}")
+        check_status(status)
+        self._write(lambda con: set_status(con, run_id, status, self.path))
 
     def write_items(self, run_id: str, items: Sequence[Mapping[str, Any]]) -> int:
         """Upsert items (item_id, input, output, ground_truth, request_context, metadata); returns the count.
@@ -278,7 +220,7 @@ class Store:
         item_rows = item_tuples(run_id, items)
         score_rows = score_tuples(run_id, scores)
         if status is not None:
-            _check_status(status)
+            check_status(status)
         elif not item_rows and not score_rows:
             return 0, 0
 
@@ -286,139 +228,64 @@ class Store:
             upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
             upsert(con, "scores", SCORE_COLUMNS, ("item_id", "scorer_id"), run_id, score_rows)
             if status is not None:
-                self._set_status(con, run_id, status)
+                set_status(con, run_id, status, self.path)
 
         self._write(body)
         return len(item_rows), len(score_rows)
 
-    # ---- reads --------------------------------------------------------------------------------
+    # ---- reads: the queries are in queries.py ---------------------------------------------------
+
+    def _read(self, query: Callable[..., T], *refs: str, args: Sequence[Any] = ()) -> T:
+        """`query(con, *run ids, *args)` on one read-only connection, each of `refs` resolved to a run id."""
+        with self._connect(read_only=True) as con:
+            return query(con, *(queries.resolve(con, ref, self.path) for ref in refs), *args)
 
     def completed_cells(self, run_id: str) -> set[tuple[str, str]]:
         """(item_id, scorer_id) cells that are `scored` or `skipped`; a resume recomputes the rest."""
         with self._connect(read_only=True) as con:
-            rows = con.execute(
-                "SELECT item_id, scorer_id FROM scores WHERE run_id = ? AND status IN ('scored', 'skipped')", [run_id]
-            ).fetchall()
-        return {(item, scorer) for item, scorer in rows}
+            return queries.completed_cells(con, run_id)
 
     def last_completed(self, name: str) -> str | None:
         """The newest `completed` run of this name (what a new run of it is compared with), if any: an
         interrupted, failed or cancelled run holds only part of its cells."""
         with self._connect(read_only=True) as con:
-            row = con.execute("SELECT run_id FROM runs WHERE name = ? AND status = 'completed' "
-                              "ORDER BY started_at DESC, run_id DESC LIMIT 1", [name]).fetchone()
-        return str(row[0]) if row is not None else None
+            return queries.last_completed(con, name)
 
     def resolve_run(self, ref: str) -> str:
         """A run id from `latest`, `previous`, an id, a name (its newest run) or a unique id prefix."""
         with self._connect(read_only=True) as con:
-            return self._resolve(con, ref)
-
-    def _resolve(self, con: duckdb.DuckDBPyConnection, ref: str) -> str:
-        ref = ref.strip()
-        if ref in ("latest", "previous"):
-            offset = 0 if ref == "latest" else 1
-            row = con.execute(
-                "SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1 OFFSET ?", [offset]
-            ).fetchone()
-            if row is None:
-                (count,) = con.execute("SELECT count(*) FROM runs").fetchone() or (0,)
-                raise UnknownRunError(f"{self.path}: no {ref!r} run: the database holds {count} run(s)")
-            return str(row[0])
-        row = con.execute("SELECT run_id FROM runs WHERE run_id = ?", [ref]).fetchone()
-        if row is not None:
-            return str(row[0])
-        row = con.execute(
-            "SELECT run_id FROM runs WHERE name = ? ORDER BY started_at DESC, run_id DESC LIMIT 1", [ref]
-        ).fetchone()
-        if row is not None:
-            return str(row[0])
-        prefixed = con.execute("SELECT run_id FROM runs WHERE starts_with(run_id, ?) LIMIT 2", [ref]).fetchall()
-        if len(prefixed) == 1 and len(ref) >= 4:
-            return str(prefixed[0][0])
-        recent = [f"{rid} ({name})" if name else rid for rid, name in con.execute(
-            "SELECT run_id, name FROM runs ORDER BY started_at DESC LIMIT 5"
-        ).fetchall()]
-        hint = f" Recent runs: {', '.join(recent)}." if recent else " The database holds no runs yet."
-        raise UnknownRunError(
-            f"{self.path}: no run with id or name {ref!r} (also accepted: latest, previous).{hint}"
-        )
+            return queries.resolve(con, ref, self.path)
 
     def run_record(self, ref: str) -> RunRecord:
         """One run (any reference) with its counts, as `list_runs` gives it."""
-        with self._connect(read_only=True) as con:
-            rid = self._resolve(con, ref)
-            return RunRecord.model_validate(
-                _decode_config(_records(con.execute("SELECT * FROM run_overview WHERE run_id = ?", [rid]))[0])
-            )
+        return self._read(queries.run_record, ref)
 
     def list_runs(self, limit: int = 20) -> list[RunRecord]:
         """Recent runs, newest first, with item, score and error counts."""
         result = self.sql("SELECT * FROM run_overview ORDER BY started_at DESC, run_id DESC LIMIT ?", [limit])
-        return [RunRecord.model_validate(_decode_config(rec)) for rec in result.records()]
+        return [RunRecord.model_validate(queries.decode_config(rec)) for rec in result.records()]
 
     def run_summary(self, run_id: str) -> RunSummary:
         """The run (any reference) and its per-scorer summary."""
-        with self._connect(read_only=True) as con:
-            rid = self._resolve(con, run_id)
-            run = _records(con.execute("SELECT * FROM run_overview WHERE run_id = ?", [rid]))[0]
-            scorers = _records(
-                con.execute("SELECT * FROM run_scorer_summary WHERE run_id = ? ORDER BY scorer_id", [rid])
-            )
-        return RunSummary(run=RunRecord.model_validate(_decode_config(run)), scorers=scorers)
+        return self._read(queries.run_summary, run_id)
 
     def worst_items(self, run_id: str, limit: int = 5) -> list[dict[str, Any]]:
         """Per scorer, its errors, then the `limit` worst-scored items of a run (the lowest, or the highest for a
         lower-is-better scorer; skipped cells are no finding), with the scorer's direction (`higher_is_better`)
         and the item's RAG and agent fields (`n_passages` of its context, `expected_tool`, `expected_tool_order`)."""
-        with self._connect(read_only=True) as con:
-            rid = self._resolve(con, run_id)
-            return _records(con.execute(
-                """
-                WITH cells AS (
-                    SELECT s.scorer_id, s.item_id, s.status, s.score, coalesce(s.error, s.reason) AS detail,
-                           CASE WHEN d.higher_is_better IS FALSE THEN -s.score ELSE s.score END AS goodness,
-                           d.higher_is_better,
-                           json_array_length(i.context) AS n_passages, i.expected_tool,
-                           CAST(i.expected_tool_order AS VARCHAR[]) AS expected_tool_order
-                    FROM scores AS s
-                    LEFT JOIN run_scorers AS d ON d.run_id = s.run_id AND d.scorer_id = s.scorer_id
-                    LEFT JOIN items AS i ON i.run_id = s.run_id AND i.item_id = s.item_id
-                    WHERE s.run_id = ? AND s.status <> 'skipped')
-                SELECT scorer_id, item_id, status, score, detail, higher_is_better, n_passages, expected_tool,
-                       expected_tool_order
-                FROM cells
-                QUALIFY row_number() OVER (
-                    PARTITION BY scorer_id ORDER BY (status = 'error') DESC, goodness ASC NULLS LAST, item_id) <= ?
-                ORDER BY scorer_id, (status = 'error') DESC, goodness ASC NULLS LAST, item_id
-                """,
-                [rid, limit],
-            ))
+        return self._read(queries.worst_items, run_id, args=(limit,))
 
     def skipped_reasons(self, run_id: str) -> list[dict[str, Any]]:
         """Why a run's cells were skipped: one row per scorer and reason, with its count of cells."""
-        with self._connect(read_only=True) as con:
-            rid = self._resolve(con, run_id)
-            return _records(con.execute(
-                "SELECT scorer_id, reason, count(*) AS cells FROM scores WHERE run_id = ? AND status = 'skipped' "
-                "GROUP BY scorer_id, reason ORDER BY scorer_id, cells DESC, reason", [rid]))
+        return self._read(queries.skipped_reasons, run_id)
 
     def compare(self, run_a: str, run_b: str) -> list[dict[str, Any]]:
         """Rows of `compare_runs(run_a, run_b)` (references resolved), one per scorer."""
-        with self._connect(read_only=True) as con:
-            a, b = self._resolve(con, run_a), self._resolve(con, run_b)
-            return _records(con.execute("SELECT * FROM compare_runs(?, ?)", [a, b]))
+        return self._read(queries.compare, run_a, run_b)
 
     def item_deltas(self, run_a: str, run_b: str, scorer_id: str, limit: int | None = None) -> list[dict[str, Any]]:
         """Rows of `item_deltas(run_a, run_b, scorer_id)`, worst first (by `gain`, the direction-signed delta)."""
-        with self._connect(read_only=True) as con:
-            a, b = self._resolve(con, run_a), self._resolve(con, run_b)
-            query = "SELECT * FROM item_deltas(?, ?, ?) ORDER BY gain ASC NULLS LAST, item_id"
-            params: list[Any] = [a, b, scorer_id]
-            if limit is not None:
-                query += " LIMIT ?"
-                params.append(limit)
-            return _records(con.execute(query, params))
+        return self._read(queries.item_deltas, run_a, run_b, args=(scorer_id, limit))
 
     def sql(self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None, *, write: bool = False) -> QueryResult:
         """Run one query on a read-only connection (`write=True` for a read-write one; on the shared store, a
@@ -429,20 +296,3 @@ class Store:
                 return QueryResult(columns=[], rows=[])
             columns = [d[0] for d in cursor.description]
             return QueryResult(columns=columns, rows=[tuple(r) for r in cursor.fetchall()])
-
-
-def _check_status(status: str) -> None:
-    if status not in RUN_STATUSES:
-        raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
-
-
-def _records(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    columns = [d[0] for d in cursor.description or ()]
-    return [dict(zip(columns, row)) for row in cursor.fetchall()]
-
-
-def _decode_config(record: dict[str, Any]) -> dict[str, Any]:
-    config = record.get("config")
-    if isinstance(config, str):
-        record = {**record, "config": json.loads(config)}
-    return record
