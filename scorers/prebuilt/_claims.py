@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -85,18 +86,11 @@ class ClaimsJudge:
     higher_is_better: bool
 
 
-def claims_scorer(spec: ClaimsJudge, opts: Any) -> Scorer:
-    """The scorer: claims (context first), one verdict per claim, the share of ``spec.counted``, a reason.
-
-    ``opts`` are parsed options with ``scale``, ``context`` and the judge settings."""
-    scale = opts.scale
-    context = context_resolver(opts.context, spec.scorer_id, tool_results_fallback=spec.tool_results_fallback)
-
-    def analyze_prompt(ctx: StepContext) -> str:
-        """Asks for one verdict per claim against the numbered passages only, with the scorer's rubric, so
-        outside knowledge never decides whether the context backs a claim."""
-        items = claims(ctx)
-        return f"""\
+def _verdicts_prompt(spec: ClaimsJudge, context: Callable[[StepContext], list[str]], ctx: StepContext) -> str:
+    """Analyze's prompt. Asks for one verdict per claim against the numbered passages only, with the scorer's
+    rubric, so outside knowledge never decides whether the context backs a claim."""
+    items = claims(ctx)
+    return f"""\
 {spec.rubric}
 Use only the context, never outside knowledge. Give exactly {len(items)} verdict(s), one per claim, in the
 same order, each with a one-sentence reason.
@@ -107,34 +101,50 @@ same order, each with a one-sentence reason.
 
 Reply with a JSON object {spec.reply_shape}."""
 
-    def shortcut(ctx: StepContext) -> Any:
-        items = claims(ctx)
-        if not items:
-            return {"verdicts": []}
-        if not context(ctx):
-            return {"verdicts": [spec.no_context_verdict(c) for c in items]}
-        return None
 
-    def reason(ctx: StepContext) -> str:
-        """Shows the context and each claim with its verdict, so the explanation cites them."""
-        pairs = [{"claim": c, **v} for c, v in zip(claims(ctx), step_result(ctx, "analyze", "verdicts"), strict=True)]
-        return reason_prompt(
-            spec.metric,
-            "The output below received the score given here against its context. Explain why, citing the "
-            "claims behind the score.",
-            context_block(context(ctx)),
-            block("output", answer(ctx.run)),
-            json_block("verdicts", pairs),
-            score=ctx.score,
-        )
+def _verdicts_shortcut(spec: ClaimsJudge, context: Callable[[StepContext], list[str]], ctx: StepContext) -> Any:
+    """Analyze without a request: no verdicts for no claims, ``spec.no_context_verdict`` for each claim
+    when the context is empty (nothing to judge against); None to ask the judge."""
+    items = claims(ctx)
+    if not items:
+        return {"verdicts": []}
+    if not context(ctx):
+        return {"verdicts": [spec.no_context_verdict(c) for c in items]}
+    return None
 
-    def fixed_reason(ctx: StepContext) -> str:
-        why = "the output makes no claims" if not claims(ctx) else "the context is empty, so it backs none of the claims"
-        return f"The score is {ctx.score}: {why}."
 
-    def generate_score(ctx: StepContext) -> float:
-        return share_of([v["verdict"] for v in step_result(ctx, "analyze", "verdicts")], spec.counted, scale)
+def _verdicts_reason_prompt(spec: ClaimsJudge, context: Callable[[StepContext], list[str]], ctx: StepContext) -> str:
+    """generate_reason's prompt. Shows the context and each claim with its verdict, so the explanation cites them."""
+    pairs = [{"claim": c, **v} for c, v in zip(claims(ctx), step_result(ctx, "analyze", "verdicts"), strict=True)]
+    return reason_prompt(
+        spec.metric,
+        "The output below received the score given here against its context. Explain why, citing the "
+        "claims behind the score.",
+        context_block(context(ctx)),
+        block("output", answer(ctx.run)),
+        json_block("verdicts", pairs),
+        score=ctx.score,
+    )
 
+
+def _shortcut_reason_sentence(ctx: StepContext) -> str:
+    """generate_reason's fixed sentence when analyze was a shortcut: no claims, or an empty context."""
+    why = "the output makes no claims" if not claims(ctx) else "the context is empty, so it backs none of the claims"
+    return f"The score is {ctx.score}: {why}."
+
+
+def _verdict_share(spec: ClaimsJudge, scale: float, ctx: StepContext) -> float:
+    """generate_score: the share of analyze's verdicts that are ``spec.counted``, scaled."""
+    return share_of([v["verdict"] for v in step_result(ctx, "analyze", "verdicts")], spec.counted, scale)
+
+
+def claims_scorer(spec: ClaimsJudge, opts: Any) -> Scorer:
+    """The scorer: claims (context first), one verdict per claim, the share of ``spec.counted``, a reason.
+
+    ``opts`` are parsed options with ``scale``, ``context`` and the judge settings."""
+    scale = opts.scale
+    context = context_resolver(opts.context, spec.scorer_id, tool_results_fallback=spec.tool_results_fallback)
+    shortcut = partial(_verdicts_shortcut, spec, context)
     keyed = {"context": opts.context}
     return judge_scorer(
         spec.scorer_id,
@@ -146,10 +156,13 @@ Reply with a JSON object {spec.reply_shape}."""
         options={"scale": scale, "context": opts.context},
         preprocess=claims_step(context),
         analyze=JudgePrompt(
-            prompt=analyze_prompt, output_model=spec.verdicts_model, check=one_per(claims, "verdicts", "claim"),
-            shortcut=shortcut,
+            prompt=partial(_verdicts_prompt, spec, context), output_model=spec.verdicts_model,
+            check=one_per(claims, "verdicts", "claim"), shortcut=shortcut,
         ),
-        generate_score=generate_score,
-        generate_reason=JudgePrompt(prompt=reason, shortcut=shortcut_reason(shortcut, fixed_reason)),
+        generate_score=partial(_verdict_share, spec, scale),
+        generate_reason=JudgePrompt(
+            prompt=partial(_verdicts_reason_prompt, spec, context),
+            shortcut=shortcut_reason(shortcut, _shortcut_reason_sentence),
+        ),
         step_params={"preprocess": keyed, "analyze": keyed, "generate_reason": keyed, "generate_score": {"scale": scale}},
     )

@@ -7,7 +7,8 @@ for producing the output as an answer to the input; generate_score is their mean
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, Field, StrictInt
@@ -72,6 +73,60 @@ def average_precision(verdicts: Sequence[Mapping[str, Any]]) -> float:
     return precision / total
 
 
+def _usefulness_prompt(context: Callable[[StepContext], list[str]], ctx: StepContext) -> str:
+    """Analyze's prompt. Asks whether each passage helps produce the given output (as Mastra does, not the
+    ground truth as DeepEval does), so the score says whether retrieval ranked what the answer used first."""
+    passages = context(ctx)
+    output = answer(ctx.run)
+    target = (
+        "helps produce the output below as an answer to the input"
+        if output.strip() else "is useful for answering the input (the output is empty)"
+    )
+    return f"""\
+For each passage of the context below, decide whether it {target}:
+- "yes": the passage gives information the answer uses or needs;
+- "no": the passage is irrelevant to it, or only repeats what another passage gives without being used.
+Give exactly {len(passages)} verdict(s), one per passage, each with its 0-based `context_index` (0 to
+{len(passages) - 1}) and a one-sentence reason.
+
+{block("input", question(ctx.run, SCORER_ID))}
+
+{block("output", output)}
+
+{context_block(passages)}
+
+Reply with a JSON object {{"verdicts": [{{"context_index": 0, "verdict": "yes" | "no", "reason": "..."}}, ...]}}."""
+
+
+def _no_verdicts_without_context(context: Callable[[StepContext], list[str]], ctx: StepContext) -> Any:
+    """Analyze without a request: no verdicts for an empty context; None to ask the judge."""
+    return {"verdicts": []} if not context(ctx) else None
+
+
+def _precision_reason_prompt(context: Callable[[StepContext], list[str]], ctx: StepContext) -> str:
+    """generate_reason's prompt. Shows the passages and their verdicts, so the explanation says where the
+    useful ones ranked."""
+    return reason_prompt(
+        "context precision (whether the useful passages came first; higher is better)",
+        "The retrieved context below received the precision score given here for the output. Explain "
+        "why, naming the useful passages and where they were ranked.",
+        block("input", question(ctx.run, SCORER_ID)),
+        context_block(context(ctx)),
+        json_block("verdicts", step_result(ctx, "analyze", "verdicts")),
+        score=ctx.score,
+    )
+
+
+def _empty_context_reason(ctx: StepContext) -> str:
+    """generate_reason's fixed sentence for an empty context (nothing was judged)."""
+    return f"The score is {ctx.score}: the context is empty, so no passage was useful."
+
+
+def _precision_score(scale: float, ctx: StepContext) -> float:
+    """generate_score: the verdicts' mean average precision, scaled."""
+    return scaled(average_precision(step_result(ctx, "analyze", "verdicts")), scale)
+
+
 @prebuilt(SCORER_ID, VERSION, description=DESCRIPTION,
           needs_judge=True, reads=("input", "output", "context (else option)"))
 def create_context_precision_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
@@ -94,49 +149,7 @@ def create_context_precision_scorer(options: Mapping[str, Any] | None = None, **
     opts = parse_options(ContextJudgeOptions, options, kwargs)
     scale = opts.scale
     context = context_resolver(opts.context, SCORER_ID)
-
-    def prompt(ctx: StepContext) -> str:
-        """Asks whether each passage helps produce the given output (as Mastra does, not the ground truth as
-        DeepEval does), so the score says whether retrieval ranked what the answer used first."""
-        passages = context(ctx)
-        output = answer(ctx.run)
-        target = (
-            "helps produce the output below as an answer to the input"
-            if output.strip() else "is useful for answering the input (the output is empty)"
-        )
-        return f"""\
-For each passage of the context below, decide whether it {target}:
-- "yes": the passage gives information the answer uses or needs;
-- "no": the passage is irrelevant to it, or only repeats what another passage gives without being used.
-Give exactly {len(passages)} verdict(s), one per passage, each with its 0-based `context_index` (0 to
-{len(passages) - 1}) and a one-sentence reason.
-
-{block("input", question(ctx.run, SCORER_ID))}
-
-{block("output", output)}
-
-{context_block(passages)}
-
-Reply with a JSON object {{"verdicts": [{{"context_index": 0, "verdict": "yes" | "no", "reason": "..."}}, ...]}}."""
-
-    def empty_context(ctx: StepContext) -> Any:
-        return {"verdicts": []} if not context(ctx) else None
-
-    def reason(ctx: StepContext) -> str:
-        """Shows the passages and their verdicts, so the explanation says where the useful ones ranked."""
-        return reason_prompt(
-            "context precision (whether the useful passages came first; higher is better)",
-            "The retrieved context below received the precision score given here for the output. Explain "
-            "why, naming the useful passages and where they were ranked.",
-            block("input", question(ctx.run, SCORER_ID)),
-            context_block(context(ctx)),
-            json_block("verdicts", step_result(ctx, "analyze", "verdicts")),
-            score=ctx.score,
-        )
-
-    def generate_score(ctx: StepContext) -> float:
-        return scaled(average_precision(step_result(ctx, "analyze", "verdicts")), scale)
-
+    empty_context = partial(_no_verdicts_without_context, context)
     keyed = {"context": opts.context}
     return judge_scorer(
         SCORER_ID,
@@ -146,13 +159,13 @@ Reply with a JSON object {{"verdicts": [{{"context_index": 0, "verdict": "yes" |
         instructions=INSTRUCTIONS,
         options={"scale": scale, "context": opts.context},
         analyze=JudgePrompt(
-            prompt=prompt, output_model=PassageVerdicts, check=one_per_passage(context, "verdicts"),
-            shortcut=empty_context,
+            prompt=partial(_usefulness_prompt, context), output_model=PassageVerdicts,
+            check=one_per_passage(context, "verdicts"), shortcut=empty_context,
         ),
-        generate_score=generate_score,
+        generate_score=partial(_precision_score, scale),
         generate_reason=JudgePrompt(
-            prompt=reason,
-            shortcut=shortcut_reason(empty_context, lambda ctx: f"The score is {ctx.score}: the context is empty, so no passage was useful."),
+            prompt=partial(_precision_reason_prompt, context),
+            shortcut=shortcut_reason(empty_context, _empty_context_reason),
         ),
         step_params={"analyze": keyed, "generate_reason": keyed, "generate_score": {"scale": scale}},
     )

@@ -9,7 +9,8 @@ medium, low, none) and whether the output used it, and lists the missing context
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StrictInt, field_validator
@@ -108,6 +109,60 @@ def relevance_score(analysis: Mapping[str, Any], penalties: Penalties, scale: fl
     return scaled(max(0.0, base - unused - missing), scale)
 
 
+def _relevance_prompt(context: Callable[[StepContext], list[str]], ctx: StepContext) -> str:
+    """Analyze's prompt. Asks for a four-level rating per passage and whether the output used it, plus what
+    was missing: the score rewards relevant context and penalises ignoring it or lacking it."""
+    passages = context(ctx)
+    return f"""\
+Evaluate each passage of the context below against the input (the question) and the output (the answer):
+- `relevanceLevel`: how relevant the passage is to the input: "high" (directly answers or is needed),
+  "medium" (useful background), "low" (barely related) or "none" (unrelated);
+- `wasUsed`: whether the output uses information from the passage.
+Give exactly {len(passages)} evaluation(s), one per passage, each with its 0-based `context_index` (0 to
+{len(passages) - 1}) and the passage (or its gist) as `contextPiece`. Then list in `missingContext` the
+information the input needed that no passage gave (empty when the context covers it), and sum up in
+`overallAssessment`.
+
+{block("input", question(ctx.run, SCORER_ID))}
+
+{block("output", answer(ctx.run))}
+
+{context_block(passages)}
+
+Reply with a JSON object {{"evaluations": [{{"context_index": 0, "contextPiece": "...", "relevanceLevel":
+"high" | "medium" | "low" | "none", "wasUsed": true | false, "reasoning": "..."}}, ...], "missingContext":
+[...], "overallAssessment": "..."}}."""
+
+
+def _empty_context_analysis(context: Callable[[StepContext], list[str]], ctx: StepContext) -> Any:
+    """Analyze without a request: ``EMPTY_CONTEXT`` (a copy) for an empty context; None to ask the judge."""
+    return copy.deepcopy(EMPTY_CONTEXT) if not context(ctx) else None
+
+
+def _relevance_reason_prompt(context: Callable[[StepContext], list[str]], ctx: StepContext) -> str:
+    """generate_reason's prompt. Shows the passages and the analysis, so the explanation names relevant,
+    ignored and missing context."""
+    return reason_prompt(
+        "context relevance (how relevant and how used the passages were; higher is better)",
+        "The retrieved context below received the relevance score given here. Explain why, naming "
+        "relevant passages, ignored ones and missing information.",
+        block("input", question(ctx.run, SCORER_ID)),
+        context_block(context(ctx)),
+        json_block("analysis", ctx.results.get("analyze") or {}),
+        score=ctx.score,
+    )
+
+
+def _no_context_reason(ctx: StepContext) -> str:
+    """generate_reason's fixed sentence for an empty context (nothing was judged)."""
+    return f"The score is {ctx.score}: no context was given, so none was misused."
+
+
+def _penalised_relevance(penalties: Penalties, scale: float, ctx: StepContext) -> float:
+    """generate_score: ``relevance_score`` of analyze's result."""
+    return relevance_score(ctx.results.get("analyze") or {}, penalties, scale)
+
+
 @prebuilt(SCORER_ID, VERSION, description=DESCRIPTION,
           needs_judge=True, reads=("input", "output", "context (else option)"))
 def create_context_relevance_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
@@ -134,49 +189,7 @@ def create_context_relevance_scorer(options: Mapping[str, Any] | None = None, **
     opts = parse_options(ContextRelevanceOptions, options, kwargs)
     scale, penalties = opts.scale, opts.penalties
     context = context_resolver(opts.context, SCORER_ID)
-
-    def prompt(ctx: StepContext) -> str:
-        """Asks for a four-level rating per passage and whether the output used it, plus what was missing:
-        the score rewards relevant context and penalises ignoring it or lacking it."""
-        passages = context(ctx)
-        return f"""\
-Evaluate each passage of the context below against the input (the question) and the output (the answer):
-- `relevanceLevel`: how relevant the passage is to the input: "high" (directly answers or is needed),
-  "medium" (useful background), "low" (barely related) or "none" (unrelated);
-- `wasUsed`: whether the output uses information from the passage.
-Give exactly {len(passages)} evaluation(s), one per passage, each with its 0-based `context_index` (0 to
-{len(passages) - 1}) and the passage (or its gist) as `contextPiece`. Then list in `missingContext` the
-information the input needed that no passage gave (empty when the context covers it), and sum up in
-`overallAssessment`.
-
-{block("input", question(ctx.run, SCORER_ID))}
-
-{block("output", answer(ctx.run))}
-
-{context_block(passages)}
-
-Reply with a JSON object {{"evaluations": [{{"context_index": 0, "contextPiece": "...", "relevanceLevel":
-"high" | "medium" | "low" | "none", "wasUsed": true | false, "reasoning": "..."}}, ...], "missingContext":
-[...], "overallAssessment": "..."}}."""
-
-    def empty_context(ctx: StepContext) -> Any:
-        return copy.deepcopy(EMPTY_CONTEXT) if not context(ctx) else None
-
-    def reason(ctx: StepContext) -> str:
-        """Shows the passages and the analysis, so the explanation names relevant, ignored and missing context."""
-        return reason_prompt(
-            "context relevance (how relevant and how used the passages were; higher is better)",
-            "The retrieved context below received the relevance score given here. Explain why, naming "
-            "relevant passages, ignored ones and missing information.",
-            block("input", question(ctx.run, SCORER_ID)),
-            context_block(context(ctx)),
-            json_block("analysis", ctx.results.get("analyze") or {}),
-            score=ctx.score,
-        )
-
-    def generate_score(ctx: StepContext) -> float:
-        return relevance_score(ctx.results.get("analyze") or {}, penalties, scale)
-
+    empty_context = partial(_empty_context_analysis, context)
     keyed = {"context": opts.context}
     return judge_scorer(
         SCORER_ID,
@@ -186,15 +199,13 @@ Reply with a JSON object {{"evaluations": [{{"context_index": 0, "contextPiece":
         instructions=INSTRUCTIONS,
         options={"scale": scale, "context": opts.context, "penalties": penalties.model_dump()},
         analyze=JudgePrompt(
-            prompt=prompt, output_model=ContextEvaluations, check=one_per_passage(context, "evaluations"),
-            shortcut=empty_context,
+            prompt=partial(_relevance_prompt, context), output_model=ContextEvaluations,
+            check=one_per_passage(context, "evaluations"), shortcut=empty_context,
         ),
-        generate_score=generate_score,
+        generate_score=partial(_penalised_relevance, penalties, scale),
         generate_reason=JudgePrompt(
-            prompt=reason,
-            shortcut=shortcut_reason(
-                empty_context, lambda ctx: f"The score is {ctx.score}: no context was given, so none was misused."
-            ),
+            prompt=partial(_relevance_reason_prompt, context),
+            shortcut=shortcut_reason(empty_context, _no_context_reason),
         ),
         step_params={"analyze": keyed, "generate_reason": keyed,
                      "generate_score": {"scale": scale, "penalties": penalties.model_dump()}},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -152,6 +153,64 @@ def _prompts(ctx: StepContext, mode: str) -> dict[str, str]:
     return prompts
 
 
+def _alignment_prompt(mode: str, ctx: StepContext) -> str:
+    """Analyze's prompt. Asks for Mastra's four dimensions, each scored in [0, 1], against the mode's prompt
+    or prompts; the requirements are listed so the requirements score can be checked against them."""
+    prompts = _prompts(ctx, mode)
+    against = " and ".join(name.replace("_", " ") for name in prompts)
+    blocks = "\n\n".join(block(tag, text) for tag, text in prompts.items())
+    return f"""\
+Assess how well the output below serves the {against}. Score each dimension from 0 (not at all) to 1 (fully):
+- intentAlignment: the prompt's primary intent, and whether the output addresses it;
+- requirementsFulfillment: each explicit or clearly implied requirement (instructions, constraints, what
+  must be included), whether it is fulfilled, and an overall score;
+- completeness: whether the output covers everything asked for, listing the missing elements;
+- responseAppropriateness: whether the format (length, structure, language) and the tone are what the
+  prompt expects.
+Then sum up in overallAssessment. When a system prompt is given, its instructions are requirements too.
+
+{blocks}
+
+{block("output", answer(ctx.run))}
+
+Reply with a JSON object {{"intentAlignment": {{"score", "primaryIntent", "isAddressed", "reasoning"}},
+"requirementsFulfillment": {{"requirements": [{{"requirement", "isFulfilled", "reasoning"}}], "overallScore"}},
+"completeness": {{"score", "missingElements": [...], "reasoning"}}, "responseAppropriateness": {{"score",
+"formatAlignment", "toneAlignment", "reasoning"}}, "overallAssessment"}}."""
+
+
+def _blank_output_analysis(mode: str, ctx: StepContext) -> Any:
+    """Analyze without a request: ``BLANK_OUTPUT`` (a copy) for a blank output, after the mode's prompts
+    are checked (NotScorable first, whatever the output); None to ask the judge."""
+    _prompts(ctx, mode)  # NotScorable first, whatever the output
+    return copy.deepcopy(BLANK_OUTPUT) if not answer(ctx.run).strip() else None
+
+
+def _alignment_reason_prompt(mode: str, ctx: StepContext) -> str:
+    """generate_reason's prompt. Shows the mode's prompt(s) and the four dimensions, so the explanation
+    names the gaps."""
+    prompts = _prompts(ctx, mode)
+    return reason_prompt(
+        f"prompt alignment, {mode} mode (how well the output serves the prompt; higher is better)",
+        "The output below received the prompt-alignment score given here. Explain why, naming the "
+        "intent, the unmet requirements and what is missing.",
+        *(block(tag, text) for tag, text in prompts.items()),
+        block("output", answer(ctx.run)),
+        json_block("analysis", ctx.results.get("analyze") or {}),
+        score=ctx.score,
+    )
+
+
+def _blank_output_reason(ctx: StepContext) -> str:
+    """generate_reason's fixed sentence for a blank output (nothing was judged)."""
+    return f"The score is {ctx.score}: the output is empty, so it serves none of the prompt."
+
+
+def _weighted_alignment(mode: str, scale: float, ctx: StepContext) -> float:
+    """generate_score: ``alignment_score`` of analyze's result with the mode's weights."""
+    return alignment_score(ctx.results["analyze"], mode, scale)
+
+
 @prebuilt(SCORER_ID, VERSION, description=DESCRIPTION, needs_judge=True, reads=("input (user, system)", "output"))
 def create_prompt_alignment_scorer(options: Mapping[str, Any] | None = None, **kwargs: Any) -> Scorer:
     """How well the output serves the prompt's intent, requirements, completeness and format, by an LLM judge.
@@ -171,52 +230,7 @@ def create_prompt_alignment_scorer(options: Mapping[str, Any] | None = None, **k
     """
     opts = parse_options(PromptAlignmentOptions, options, kwargs)
     scale, mode = opts.scale, opts.evaluation_mode
-
-    def prompt(ctx: StepContext) -> str:
-        """Asks for Mastra's four dimensions, each scored in [0, 1], against the mode's prompt or prompts; the
-        requirements are listed so the requirements score can be checked against them."""
-        prompts = _prompts(ctx, mode)
-        against = " and ".join(name.replace("_", " ") for name in prompts)
-        blocks = "\n\n".join(block(tag, text) for tag, text in prompts.items())
-        return f"""\
-Assess how well the output below serves the {against}. Score each dimension from 0 (not at all) to 1 (fully):
-- intentAlignment: the prompt's primary intent, and whether the output addresses it;
-- requirementsFulfillment: each explicit or clearly implied requirement (instructions, constraints, what
-  must be included), whether it is fulfilled, and an overall score;
-- completeness: whether the output covers everything asked for, listing the missing elements;
-- responseAppropriateness: whether the format (length, structure, language) and the tone are what the
-  prompt expects.
-Then sum up in overallAssessment. When a system prompt is given, its instructions are requirements too.
-
-{blocks}
-
-{block("output", answer(ctx.run))}
-
-Reply with a JSON object {{"intentAlignment": {{"score", "primaryIntent", "isAddressed", "reasoning"}},
-"requirementsFulfillment": {{"requirements": [{{"requirement", "isFulfilled", "reasoning"}}], "overallScore"}},
-"completeness": {{"score", "missingElements": [...], "reasoning"}}, "responseAppropriateness": {{"score",
-"formatAlignment", "toneAlignment", "reasoning"}}, "overallAssessment"}}."""
-
-    def blank_output(ctx: StepContext) -> Any:
-        _prompts(ctx, mode)  # NotScorable first, whatever the output
-        return copy.deepcopy(BLANK_OUTPUT) if not answer(ctx.run).strip() else None
-
-    def reason(ctx: StepContext) -> str:
-        """Shows the mode's prompt(s) and the four dimensions, so the explanation names the gaps."""
-        prompts = _prompts(ctx, mode)
-        return reason_prompt(
-            f"prompt alignment, {mode} mode (how well the output serves the prompt; higher is better)",
-            "The output below received the prompt-alignment score given here. Explain why, naming the "
-            "intent, the unmet requirements and what is missing.",
-            *(block(tag, text) for tag, text in prompts.items()),
-            block("output", answer(ctx.run)),
-            json_block("analysis", ctx.results.get("analyze") or {}),
-            score=ctx.score,
-        )
-
-    def generate_score(ctx: StepContext) -> float:
-        return alignment_score(ctx.results["analyze"], mode, scale)
-
+    blank_output = partial(_blank_output_analysis, mode)
     return judge_scorer(
         SCORER_ID,
         opts,
@@ -224,11 +238,11 @@ Reply with a JSON object {{"intentAlignment": {{"score", "primaryIntent", "isAdd
         description=DESCRIPTION,
         instructions=INSTRUCTIONS,
         options={"scale": scale, "evaluation_mode": mode},
-        analyze=JudgePrompt(prompt=prompt, output_model=PromptAlignment, shortcut=blank_output),
-        generate_score=generate_score,
+        analyze=JudgePrompt(prompt=partial(_alignment_prompt, mode), output_model=PromptAlignment, shortcut=blank_output),
+        generate_score=partial(_weighted_alignment, mode, scale),
         generate_reason=JudgePrompt(
-            prompt=reason,
-            shortcut=shortcut_reason(blank_output, lambda ctx: f"The score is {ctx.score}: the output is empty, so it serves none of the prompt."),
+            prompt=partial(_alignment_reason_prompt, mode),
+            shortcut=shortcut_reason(blank_output, _blank_output_reason),
         ),
         step_params={
             "analyze": {"evaluation_mode": mode},
