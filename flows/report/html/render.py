@@ -89,8 +89,8 @@ def _script_json(value: dict[str, Any]) -> str:
 
 
 def _packed(text: str) -> str:
-    """The item table's JSON gzipped and in base64 (the page unpacks it with DecompressionStream): 10,000
-    items' 8 MB of JSON become ~0.8 MB (docs/benchmarks.md)."""
+    """The item table's JSON gzipped and in base64 (the page unpacks it with DecompressionStream): about a
+    tenth of its size (docs/benchmarks-history.md, 'HTML report')."""
     return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
 
 
