@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Terminal runs as a user makes them (docs/benchmarks.md, "Runs from the terminal"): `evalduck run` of the
+# Terminal runs as a user makes them (docs/benchmarks-history.md, "Runs from the terminal"): `evalduck run` of the
 # demo dataset four times in a fresh folder (the first starts the folder's Prefect server), twice with
 # EVALDUCK_EPHEMERAL=1 (Prefect's temporary server), then a judge-bound run (200 items, fake judge with 1 s
 # latency in another process, concurrency 16) three times and once ephemeral. Wall time of each process.

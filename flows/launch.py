@@ -2,8 +2,8 @@
 the full CLI in this process otherwise.
 
 Only the standard library is imported before the choice: the CLI's own imports (typer, rich, pydantic,
-DuckDB) and Prefect's are most of a later run's start (docs/benchmarks.md, section "Runs from the terminal
-with one local server per folder"), and a run handed to the warm starter needs none of them here.
+DuckDB) and Prefect's cost seconds (docs/benchmarks-history.md, 'Runs forked from a warm starter'), and a
+run handed to the warm starter needs none of them here.
 `evalduck run` goes to the starter unless it is ephemeral (CI, --ephemeral, EVALDUCK_EPHEMERAL=1); without
 a starter, or when it refuses, the command runs here exactly as before (flows/local/warm/client.py).
 """

@@ -43,7 +43,8 @@ def remember_settings() -> None:
 
 def refresh_prefect() -> None:
     """Prefect's settings and logging from the current environment, unless they were built here or from the
-    same sources in the starter (a rebuild costs about half a second)."""
+    same sources in the starter (a rebuild is slow: docs/benchmarks-history.md, 'Runs forked from a warm
+    starter')."""
     global _built_from
     if _built_from is None:
         return

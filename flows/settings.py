@@ -63,9 +63,9 @@ PROCESS_ENV_DEFAULTS = {
     # The local server's services log CancelledError tracebacks when it is stopped at exit.
     "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
     # Servers started from here record task runs from their events in batches, not one SQLite transaction
-    # per event (Prefect's default batch is 1): the server's CPU during a 600-task-run eval fell from ~80% to
-    # ~30% of a core, the core the flow shares (docs/benchmarks.md). The UI shows a task run's state at most
-    # a second later.
+    # per event (Prefect's default batch is 1): this cut the server's CPU during a judge-bound eval, on the core
+    # the flow shares, to well under half (docs/benchmarks-history.md, 'Eval flow, current figures'). The UI
+    # shows a task run's state at most a second later.
     "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
     "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1",
 }

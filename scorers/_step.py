@@ -192,5 +192,6 @@ class Step:
         generate_reason, the score. Never the run id, timeout, retries, api_base or keys.
 
         It is ``hash_components(self.key_components(ctx))``, serialised whole for every key: text put together
-        from parts serialised once was measured no faster within benchmark (b)'s spread (docs/benchmarks.md)."""
+        from parts serialised once was measured no faster within benchmark (b)'s spread
+        (docs/benchmarks-history.md, 'Step cache keys')."""
         return hash_components(self.key_components(ctx))

@@ -22,7 +22,7 @@ def ui_url() -> str | None:
     `/api`, else the server this folder's runs record to (`.evalduck/serve.json`)."""
     if os.environ.get("PREFECT_UI_URL"):
         return os.environ["PREFECT_UI_URL"].rstrip("/")
-    from evalduck.flows.local.install import ServeError, read_state, ui_url_for  # ~1 s of imports: only when asked
+    from evalduck.flows.local.install import ServeError, read_state, ui_url_for  # slow imports: only when asked
 
     if os.environ.get("PREFECT_API_URL"):
         return ui_url_for(os.environ["PREFECT_API_URL"])

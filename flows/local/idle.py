@@ -4,8 +4,8 @@ from the folder's state, so nothing of evalduck's stays behind on a machine nobo
 
 One process per folder, started with the folder's server (flows/local/server.py) as
 ``python -P -m evalduck.flows.local.idle STATE_DIR`` and recorded in the state file; standard library only until it
-stops something, so it stays small (docs/benchmarks.md, section "A folder's background processes"). Every
-few seconds it looks at:
+stops something, so it holds little memory (docs/benchmarks-history.md, 'A folder's background processes').
+Every few seconds it looks at:
 
 - runs: every `evalduck run` of the folder (forked by the starter or in its own process) and every
   ``run_evals`` on the folder's server holds the folder's run lock while it goes and stamps its mtime at its
@@ -45,9 +45,9 @@ _LISTEN, _TIME_WAIT = "0A", "06"  # the state column of /proc/net/tcp
 
 
 def poll_interval(timeout_s: float) -> float:
-    """How often it looks: a tenth of the timeout, between 0.5 and 10 s (each look reads /proc/net/tcp, whose
-    cost is in docs/benchmarks.md, section "A folder's background processes"; a closed connection stays
-    visible for 60 s, the kernel's TIME_WAIT)."""
+    """How often it looks: a tenth of the timeout, between 0.5 and 10 s (each look reads /proc/net/tcp, whose CPU
+    grows with the machine's sockets: docs/benchmarks-history.md, 'A folder's background processes'; a closed
+    connection stays visible for 60 s)."""
     return min(10.0, max(0.5, timeout_s / 10))
 
 

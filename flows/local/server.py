@@ -1,7 +1,8 @@
 """Which Prefect server a run talks to, and the one local server per project folder that runs reuse.
 
-Prefect's local mode starts a temporary server for every process and stops it at exit: ~10 s per run
-here, and the runs never show in a UI. So `evalduck run` uses, in order:
+Prefect's local mode starts a temporary server for every process and stops it at exit, seconds per run
+(docs/benchmarks-history.md, 'Runs from the terminal with one local server per folder'), and the runs never
+show in a UI. So `evalduck run` uses, in order:
 
 1. the server named by ``PREFECT_API_URL`` (or the active Prefect profile);
 2. the server recorded in this folder's state file (``.evalduck/serve.json``, written by `evalduck serve`
@@ -167,7 +168,7 @@ def local_server(state_dir: Path, say: Callable[[str], None], timeout: float = 1
         if state is not None:
             return ensure_watcher(state_dir, ensure_starter(state_dir, state, after=os.getpid()))
         kept = _clear_stale(state_dir, say)
-        say("starting a local Prefect server for this folder (first time: ~30 s)...")  # else ~25 s of silence
+        say("starting a local Prefect server for this folder (first time: ~30 s)...")  # else a silent wait
         auth = folder_auth(state_dir)
         log = state_dir / "server.log"
         services = {k: v for k, v in RUNS_ONLY_SERVICES_OFF.items() if k not in os.environ}  # a user's setting wins

@@ -133,11 +133,12 @@ def connect(path: Path, *, read_only: bool = False, timeout: float | None = None
 
 @contextmanager
 def held(path: Path, *, timeout: float | None = None) -> Iterator[None]:
-    """The file opened once for a burst of this process's own operations (a run's start or end): each
-    `connect` inside the block is a cursor of one read-write connection, so the burst pays one open (~25 ms
-    of CPU: DuckDB's instance start-up) and one checkpoint instead of one per operation. Other processes wait
-    for the whole block, so never hold a file for longer than such a burst, nor around a user's SQL (a
-    read-only `connect` inside the block can write). Nested blocks share the outer one's connection."""
+    """The file opened once for a burst of this process's own operations (a run's start or end): each `connect`
+    inside the block is a cursor of one read-write connection, so the burst pays one open (DuckDB's instance
+    start-up: docs/benchmarks-history.md, 'A run's start and end on one opening of the results file') and one
+    checkpoint instead of one per operation. Other processes wait for the whole block, so never hold a file for
+    longer than such a burst, nor around a user's SQL (a read-only `connect` inside the block can write).
+    Nested blocks share the outer one's connection."""
     key = str(path)
     with _process_lock(path):
         nested = key in _held

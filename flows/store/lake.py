@@ -5,13 +5,12 @@ DuckDB extensions are locked to their exact DuckDB version and PyPI carries them
 The wheels' files are copied into DuckDB's extension folder (`~/.duckdb/extensions`), where the plain
 `duckdb` 1.5.5 shell finds them too.
 
-Attaching is slow (catalog round trips: docs/benchmarks.md, section "Shared store (DuckLake on PostgreSQL)
-against the DuckDB file"), so each process keeps one connection per lake and gives each operation its own
-cursor. DuckLake has no PRIMARY KEY or UNIQUE constraint; exactly-once cells come from its
-optimistic concurrency instead: every write transaction also updates the one row of `evalduck_write_token`,
-so two overlapping writes always conflict at commit, the later one is rolled back, and `retry_conflicts`
-runs it again from the start, where its delete-then-insert upsert sees what the other wrote. Writes are
-thereby serialised (one commit at a time), which is what makes the upsert exactly-once.
+Attaching takes catalog round trips (docs/benchmarks-history.md, 'Shared store'), so each process keeps one
+connection per lake and gives each operation its own cursor. DuckLake has no PRIMARY KEY or UNIQUE constraint;
+exactly-once cells come from its optimistic concurrency instead: every write transaction also updates the one row
+of `evalduck_write_token`, so two overlapping writes always conflict at commit, the later one is rolled back, and
+`retry_conflicts` runs it again from the start, where its delete-then-insert upsert sees what the other wrote.
+Writes are thereby serialised (one commit at a time), which is what makes the upsert exactly-once.
 """
 
 from __future__ import annotations

@@ -114,8 +114,8 @@ def _staged(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str],
 def _stage_rows(con: duckdb.DuckDBPyConnection, stage: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
     """DuckDB 2.0's appender; DuckDB 1.5 (the shared store's, docs/scale-out.md) has none in Python, and its
     list parameters and executemany cost seconds per thousand rows, so there the rows go through a
-    newline-delimited JSON file read by DuckDB's own reader (docs/benchmarks.md, section "Shared store
-    (DuckLake on PostgreSQL) against the DuckDB file")."""
+    newline-delimited JSON file read by DuckDB's own reader, no slower than 2.0's appender at the writer's
+    batch size (docs/benchmarks-history.md, 'Shared store')."""
     if hasattr(con, "appender"):
         appender = con.appender(stage)
         appender.append_rows(rows)

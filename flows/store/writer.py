@@ -1,15 +1,14 @@
 """A background writer that groups results into batches while the previous batch is being written.
 
-Each store write opens the file, commits one transaction and closes it: ~50-150 ms whatever the batch
-size, of which ~40 ms is CPU spent creating the DuckDB instance (measured in docs/benchmarks.md), so one
-write per finished cell would cost more than scoring. `ResultWriter.add` only queues; a thread writes
-everything queued so far in one `write_batch`, and whatever arrives meanwhile goes into the next one
-(group commit). A few rows wait up to `interval_s` (default 0.5 s) after the previous write started: a
-judge-bound run finishes a few cells a second, and writing them as they came (a handful of rows per
-write, ~6 writes a second) cost the flow's process ~5 s of CPU per 43 s run (measured; docs/benchmarks.md).
-`batch_rows` rows (default 500) are worth a write at once, so a chunk of code-scored cells is written
-while the next chunk computes. A result is durable within about `interval_s` plus one write of being
-added; `flush()` and `close()` write at once.
+Each store write opens the file, commits one transaction and closes it: tens of ms whatever the batch size, most of
+it CPU spent creating the DuckDB instance (docs/benchmarks-history.md, 'Eval flow, third session'), so one write
+per finished cell would cost more than scoring. `ResultWriter.add` only queues; a thread writes everything queued
+so far in one `write_batch`, and whatever arrives meanwhile goes into the next one (group commit). A few rows wait
+up to `interval_s` (default 0.5 s) after the previous write started: a judge-bound run finishes a few cells a
+second, and writing them as they came (a handful of rows per write, several writes a second) cost the flow's
+process seconds of CPU per run (same section). `batch_rows` rows (default 500) are worth a write at once, so a
+chunk of code-scored cells is written while the next chunk computes. A result is durable within about `interval_s`
+plus one write of being added; `flush()` and `close()` write at once.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The report's charts: Vega-Lite specs (package data, charts/*.vl.json) filled with the run's data and drawn
 as SVG by vl-convert-python, at write time. The page carries no chart script (docs/architecture.md: why).
 
-vl-convert holds the GIL while it draws, and its first call in a process starts its JavaScript runtime, which
-costs far more than a later call (docs/benchmarks.md, section "Charts of forked runs drawn by the warm
-renderer"). One call per chart kind, scorers as facets. Whoever has a cheaper
-way to draw hands it in with ``use_drawer`` (a run forked by the warm starter: the folder's renderer,
-flows/local/warm/renderer.py), so that the report knows no process plumbing."""
+vl-convert holds the GIL while it draws, and its first call in a process starts its JavaScript runtime (seconds;
+later calls a fraction of one: docs/benchmarks-history.md, 'Charts of forked runs drawn by the warm renderer'). One
+call per chart kind, scorers as facets. Whoever has a cheaper way to draw hands it in with ``use_drawer`` (a run
+forked by the warm starter: the folder's renderer, flows/local/warm/renderer.py), so that the report knows no
+process plumbing."""
 
 from __future__ import annotations
 

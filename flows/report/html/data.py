@@ -25,7 +25,8 @@ __all__ = ("MOVED_ITEMS", "Header", "ScorerSection", "MovedItem", "ScorerCompari
 MOVED_ITEMS = 5  # per scorer, the items whose score moved most against the baseline
 
 # The item table as one JSON text, built by DuckDB from the stored JSON columns without parsing them in Python
-# (10,000 items x 3 scorers: ~10x faster): [[item id, input, output, ground truth, [cell per scorer]], ...]
+# (parsing them was most of a large report's time: docs/benchmarks-history.md, 'HTML report'):
+# [[item id, input, output, ground truth, [cell per scorer]], ...]
 # with a cell [status, score, reason, error, {"preprocess": ..., "analyze": ...}], or null where none.
 _ITEMS = """
 WITH scorer AS (SELECT DISTINCT scorer_id FROM scores WHERE run_id = $run),

@@ -1,6 +1,6 @@
 """Reads for the report on one read-only connection: a report asks a dozen queries, and each `Store` call opens
-the file anew, which costs CPU (docs/benchmarks.md, section "Eval flow, third session"). `Records` is what the
-query helpers take, so `evalduck show` can call them through `Store.sql` as well."""
+the file anew, which costs tens of ms of CPU (docs/benchmarks-history.md, 'Eval flow, third session').
+`Records` is what the query helpers take, so `evalduck show` can call them through `Store.sql` as well."""
 
 from __future__ import annotations
 

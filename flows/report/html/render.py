@@ -90,7 +90,7 @@ def _script_json(value: dict[str, Any]) -> str:
 
 def _packed(text: str) -> str:
     """The item table's JSON gzipped and in base64 (the page unpacks it with DecompressionStream): about a
-    tenth of the size of the plain JSON (docs/benchmarks.md, section "HTML report")."""
+    tenth of its size (docs/benchmarks-history.md, 'HTML report')."""
     return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
 
 
