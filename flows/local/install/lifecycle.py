@@ -24,18 +24,7 @@ from evalduck.flows.local.install.pool import (
     ui_api_url,
     wait_worker_online,
 )
-from evalduck.flows.local.install.processes import (
-    ensure_starter,
-    is_alive,
-    is_healthy,
-    start_server,
-    start_worker,
-    stop_server,
-    stop_starter,
-    stop_watcher,
-    stop_worker,
-    wait_healthy,
-)
+from evalduck.flows.local.install.processes import ensure_starter, is_healthy, start_server, start_worker, wait_healthy
 from evalduck.flows.local.install.state import (
     DEFAULT_PORT,
     WORK_POOL,
@@ -48,6 +37,7 @@ from evalduck.flows.local.install.state import (
     server_lock,
     write_state,
 )
+from evalduck.flows.local.install.stopping import is_alive, stop_server, stop_starter, stop_watcher, stop_worker
 
 
 __all__ = ("ServeOptions", "ui_url_for", "worker_env", "serve", "stop", "stop_all")
