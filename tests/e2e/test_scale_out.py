@@ -31,7 +31,8 @@ from e2e_harness import REPO, TERMINAL, PrefectApi, free_port, jsonl, short_inte
 from pg_harness import postgres_server
 
 from evalduck.flows.local.install.pool import deploy_all, ensure_work_pool, wait_worker_online
-from evalduck.flows.local.install.processes import start_server, start_worker, stop_server, stop_worker, wait_healthy
+from evalduck.flows.local.install.processes import start_server, start_worker, wait_healthy
+from evalduck.flows.local.install.stopping import stop_server, stop_worker
 from evalduck.flows.store import Store
 from evalduck.flows.store.target import parse_target
 

@@ -227,12 +227,12 @@ def test_the_starter_refuses_a_caller_its_child_cannot_become(warm_folder: tuple
     cwd, env = warm_folder
     starter = warm(cwd)
     ask = """import json, os, socket, sys
-from evalduck.flows.local.warm import wire
-process = {**wire.caller_process(), "affinity": [4095]}
+from evalduck.flows.local.warm import caller, wire
+process = {**caller.caller_process(), "affinity": [4095]}
 with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
     wire.connect_own(sock, sys.argv[1])
     wire.send(sock, {"kind": "cli", "argv": ["evalduck", "runs"], "cwd": os.getcwd(), "env": dict(os.environ),
-                     "path0": "", "process": process, **wire.identity()}, [0, 1, 2])
+                     "path0": "", "process": process, **caller.identity()}, [0, 1, 2])
     print(json.dumps(wire.recv(sock)[0]))
 """
     asked = subprocess.run([sys.executable, "-c", ask, str(record(cwd)["starter_socket"])], cwd=cwd, env=env,

@@ -17,8 +17,9 @@ import pytest
 from warm_impostor import NOBODY, impostor
 
 from evalduck.flows.launch import command_of
-from evalduck.flows.local.warm.starter import code_fingerprint
-from evalduck.flows.local.warm.wire import frozen_env, own_folder, socket_path
+from evalduck.flows.local.warm.caller import frozen_env
+from evalduck.flows.local.warm.preload import code_fingerprint
+from evalduck.flows.local.warm.wire import MARKER, own_folder, socket_path
 
 
 @pytest.mark.parametrize(("args", "command"), [
@@ -131,8 +132,9 @@ def test_the_starter_refuses_a_socket_folder_that_is_not_only_its_users(tmp_path
     path = subprocess.run([sys.executable, "-c", code, str(state)], env=env, capture_output=True, text=True,
                           check=True).stdout.strip()
     assert Path(path).parent == folder
-    started = subprocess.run([sys.executable, "-P", "-m", "evalduck.flows.local.warm.starter", str(state)], env=env,
-                             capture_output=True, text=True, timeout=60)
+    # MARKER, as processes.start_starter runs it (and `evalduck stop` recognises it in the command line)
+    started = subprocess.run([sys.executable, "-P", "-m", MARKER, str(state)], env=env, capture_output=True, text=True,
+                             timeout=60)
     assert started.returncode == 1 and "not serving:" in started.stderr, started.stderr
     assert "nothing of evalduck's is made or used there" in started.stderr
     assert not any(folder.iterdir())
@@ -273,7 +275,7 @@ else:
     del os.pidfd_open  # a Linux without pidfds
 for name in [name for name in sys.modules if name.startswith("evalduck.flows.local.warm")]:
     del sys.modules[name]
-from evalduck.flows.local.warm import child, client, renderer, starter, wire  # every module imports there
+from evalduck.flows.local.warm import caller, child, children, client, loop, preload, renderer, starter, wire  # all
 assert not wire.SUPPORTED
 ensured = ensure_starter(state, ServeState(api_url="", ui_url="", project_dir=os.getcwd()))
 assert (ensured.starter_pid, ensured.starter_socket) == (None, None), ensured

@@ -26,18 +26,7 @@ from evalduck.flows.local.install.pool import (
     ui_api_url,
     wait_worker_online,
 )
-from evalduck.flows.local.install.processes import (
-    ensure_starter,
-    is_alive,
-    is_healthy,
-    start_server,
-    start_worker,
-    stop_server,
-    stop_starter,
-    stop_watcher,
-    stop_worker,
-    wait_healthy,
-)
+from evalduck.flows.local.install.processes import ensure_starter, is_healthy, start_server, start_worker, wait_healthy
 from evalduck.flows.local.install.state import (
     DEFAULT_PORT,
     WORK_POOL,
@@ -50,6 +39,7 @@ from evalduck.flows.local.install.state import (
     state_path,
     write_state,
 )
+from evalduck.flows.local.install.stopping import is_alive, stop_server, stop_starter, stop_watcher, stop_worker
 from evalduck.flows.local.warm.wire import STATUS_FILE as WARM_STATUS
 from evalduck.flows.prefect_settings import ui_url_for
 from evalduck.flows.settings import CACHE_DIR_ENV, DB_ENV

@@ -1,13 +1,13 @@
-"""The processes evalduck starts for a folder (Prefect server, warm starter, worker): start, health, stop."""
+"""The processes evalduck starts for a folder (Prefect server, warm starter, idle watcher, worker): start them,
+each in a session of its own, and wait for the server's health (stopping them: stopping.py)."""
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
@@ -21,6 +21,7 @@ from evalduck.flows.local.install.state import (
     prefect_executable,
     write_state,
 )
+from evalduck.flows.local.install.stopping import is_alive
 
 __all__ = (
     "is_healthy",
@@ -29,16 +30,12 @@ __all__ = (
     "start_server",
     "start_starter",
     "ensure_starter",
-    "stop_starter",
     "start_watcher",
     "ensure_watcher",
-    "stop_watcher",
     "start_worker",
-    "is_alive",
-    "stop_worker",
-    "stop_server",
     "log_tail",
 )
+
 
 def is_healthy(api_url: str, timeout: float = 2.0) -> bool:
     """True when `GET {api_url}/health` answers; the route stays open when basic auth is on."""
@@ -99,11 +96,11 @@ def start_starter(
     """Start the folder's warm starter in a session of its own; it logs to ``warm.log`` in ``state_dir``
     and, given ``after`` (a run's pid), imports its preloads only once that run has ended.
 
-    Its environment is this process's (plus ``env``) scrubbed of keys and credentials (wire.starter_env):
+    Its environment is this process's (plus ``env``) scrubbed of keys and credentials (caller.starter_env):
     it serves many runs, each of which sends its own; the variables fixed at its start (PYTHONPATH...) are
-    the ones a run must share to be forked from it (flows/local/warm/wire.py)."""
+    the ones a run must share to be forked from it (flows/local/warm/caller.py)."""
+    from evalduck.flows.local.warm.caller import starter_env as scrubbed
     from evalduck.flows.local.warm.wire import MARKER
-    from evalduck.flows.local.warm.wire import starter_env as scrubbed
 
     log = state_dir / "warm.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -135,16 +132,6 @@ def ensure_starter(
     state = state.model_copy(update={"starter_pid": process.pid, "starter_socket": str(socket_path(state_dir))})
     write_state(state_dir, state)
     return state
-
-
-def stop_starter(pid: int) -> str:
-    """SIGTERM (it ends at once; the runs it forked die with it), SIGKILL after 5 s."""
-    from evalduck.flows.local.warm.wire import MARKER
-
-    if not is_alive(pid, MARKER):
-        return f"the warm starter (pid {pid}) was not running"
-    return _escalate(pid, "the warm starter", [(lambda: _signal_group(pid, signal.SIGTERM), 5.0, "")])
-
 
 
 def start_watcher(state_dir: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes] | None:
@@ -189,15 +176,6 @@ def ensure_watcher(state_dir: Path, state: ServeState, env: Mapping[str, str] | 
     return state
 
 
-def stop_watcher(pid: int) -> str:
-    """SIGTERM (it holds nothing it must release), SIGKILL after 5 s; never this process."""
-    from evalduck.flows.local.idle import MARKER
-
-    if pid == os.getpid() or not is_alive(pid, MARKER):
-        return f"the idle watcher (pid {pid}) was not running"
-    return _escalate(pid, "the idle watcher", [(lambda: _signal_group(pid, signal.SIGTERM), 5.0, "")])
-
-
 def start_worker(
     api_url: str, project_dir: Path, log: Path, env: Mapping[str, str], pool: str = WORK_POOL
 ) -> subprocess.Popen[bytes]:
@@ -215,86 +193,8 @@ def start_worker(
         )
 
 
-# --- stopping, by process id ------------------------------------------------------------------------------
-
-
-def is_alive(pid: int, marker: str | None = None) -> bool:
-    """True when `pid` runs and, where /proc can tell, its command line still contains `marker`.
-
-    The marker guards against a recycled pid: a stale state file must never make us signal a stranger.
-    """
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False
-    proc = Path(f"/proc/{pid}")
-    if not proc.exists():
-        return True  # no /proc (macOS): trust the pid
-    try:
-        if (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z":
-            return False  # exited; only waiting for its parent to reap it
-        text = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return False
-    return marker is None or marker in text
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _wait_gone(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not is_alive(pid):
-            return True
-        time.sleep(0.1)
-    return not is_alive(pid)
-
-
-def _escalate(pid: int, what: str, steps: list[tuple[Callable[[], None], float, str]]) -> str:
-    """Send each signal in turn until the process is gone; say which one ended it."""
-    for send, wait, how in steps:
-        send()
-        if _wait_gone(pid, wait):
-            return f"stopped {what} (pid {pid}){how}"
-    _signal_group(pid, signal.SIGKILL)
-    _wait_gone(pid, 5.0)
-    return f"killed {what} (pid {pid})"
-
-
-def stop_worker(pid: int, grace: float = 5.0) -> str:
-    """SIGTERM, then SIGINT the group, then SIGKILL it.
-
-    Prefect's worker answers the first SIGTERM with "Sending SIGINT to the process worker" and can hang
-    there for over 30 s; a second SIGINT makes it SIGKILL itself. The group signals also reach the flow
-    runs it started, which live in its process group.
-    """
-    if not is_alive(pid, "worker"):
-        return f"the worker (pid {pid}) was not running"
-    return _escalate(pid, "the worker", [
-        (lambda: os.kill(pid, signal.SIGTERM), grace, ""),
-        (lambda: _signal_group(pid, signal.SIGINT), 5.0, " after SIGINT"),
-    ])
-
-
-def stop_server(pid: int) -> str:
-    """SIGTERM the server's process group (it exits in well under a second), SIGKILL after 15 s."""
-    if not is_alive(pid, "server"):
-        return f"the Prefect server (pid {pid}) was not running"
-    return _escalate(pid, "the Prefect server", [(lambda: _signal_group(pid, signal.SIGTERM), 15.0, "")])
-
-
 def log_tail(log: Path | None, lines: int = 15) -> str:
     if log is None or not log.exists():
         return ""
     tail = log.read_text(errors="replace").splitlines()[-lines:]
     return f"; last lines of {log}:\n" + "\n".join(tail)
-
-
-# --- the whole installation -------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from evalduck.flows.local.idle import MARKER as WATCHER_MARKER
 from evalduck.flows.local.idle import idle_status
-from evalduck.flows.local.install.processes import is_alive
 from evalduck.flows.local.install.state import ServeState, read_state
+from evalduck.flows.local.install.stopping import is_alive
 from evalduck.flows.local.warm.wire import MARKER as STARTER_MARKER
 from evalduck.flows.local.warm.wire import starter_status
 

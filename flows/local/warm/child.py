@@ -29,7 +29,8 @@ import threading
 import warnings
 from typing import Any, NoReturn
 
-from evalduck.flows.local.warm.wire import NotOurs, caller_process, connect_own, recv, send
+from evalduck.flows.local.warm.caller import caller_process
+from evalduck.flows.local.warm.wire import NotOurs, connect_own, recv, send
 
 __all__ = ("announce_run", "become_judge", "die_with_starter", "become_run", "start_judge_child")
 
@@ -49,7 +50,7 @@ def die_with_starter() -> None:
 
 def _take_over(message: dict[str, Any], fds: list[int]) -> None:
     """The client's standard streams, working directory, environment and ignored signals (its umask, nice
-    value and limits the starter's fork applied already: wire.apply_process)."""
+    value and limits the starter's fork applied already: caller.apply_process)."""
     for target, fd in zip((0, 1, 2), fds):
         if fd != target:
             os.dup2(fd, target)

@@ -25,14 +25,13 @@ from pathlib import Path
 from typing import NoReturn
 
 from evalduck.flows.local.folder import project_state_dir
+from evalduck.flows.local.warm.caller import caller_process, identity
 from evalduck.flows.local.warm.wire import (
     SUPPORTED,
     UNSUPPORTED_WHY,
     NotOurs,
-    caller_process,
     connect_own,
     folder_refusal,
-    identity,
     recorded_pid,
     recorded_socket,
     recv,

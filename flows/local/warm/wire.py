@@ -1,5 +1,5 @@
-"""What the warm starter and its clients share: where the socket is, how a message travels, and which parts of
-a caller must match the starter for a forked child to behave as a fresh process would.
+"""What the warm starter and its clients share: where the socket is and whose it is, how a message travels, and
+the starter's record of itself (what of the caller a child must match or take on: flows/local/warm/caller.py).
 
 Standard library only: the thin client imports this before deciding whether to import anything else.
 """
@@ -9,32 +9,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import socket
 import stat
 import struct
 import sys
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 __all__ = (
     "MARKER",
     "MAX_MESSAGE",
-    "PACKAGES_ROOT",
     "DEFAULT_PRELOAD_S",
     "STATUS_FILE",
     "SUPPORTED",
     "UNSUPPORTED_WHY",
     "NotOurs",
-    "apply_process",
-    "caller_process",
     "close_fds",
     "connect_own",
     "folder_refusal",
-    "frozen_env",
-    "identity",
     "own_folder",
     "peer",
     "recorded_pid",
@@ -42,7 +35,6 @@ __all__ = (
     "recv",
     "send",
     "socket_path",
-    "starter_env",
     "starter_refusal",
     "starter_status",
     "user_folder",
@@ -65,24 +57,7 @@ UNSUPPORTED_WHY = (f"the warm starter needs {', '.join(_MISSING)}, which this Py
 
 # One message is one SOCK_SEQPACKET datagram (argv, cwd, the environment): far below the socket's buffer.
 MAX_MESSAGE = 1 << 20
-# The folder holding the `flows` and `scorers` packages (an editable install's source tree).
-PACKAGES_ROOT = str(Path(sys.modules["evalduck.flows"].__file__).resolve().parents[1])
 _SUN_PATH_MAX = 100  # sockaddr_un's path is 108 bytes on Linux; keep a margin
-# Variables read once at interpreter start or by the preloaded imports and not re-read by a child: a caller
-# whose values differ runs in its own process.
-_FROZEN_ENV = (
-    "PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONHASHSEED", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
-    "PYTHONPLATLIBDIR", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONDEVMODE",
-    "LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_LOG",  # litellm's log level is read at its import (litellm/_logging.py)
-)
-# What evalduck sets when unset, before any import (flows/settings.py, flows/local/install/state.py).
-_DEFAULTED = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-# The starter's own environment (``starter_env``): what an interpreter needs to start and import, and what
-# Prefect, litellm and evalduck read at import; never the starting run's keys (each run sends its own).
-_STARTER_NAMES = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR",
-                            "TEMP", "TMP", "VIRTUAL_ENV", "LD_LIBRARY_PATH", "DO_NOT_TRACK", *_FROZEN_ENV})
-_STARTER_PREFIXES = ("LC_", "XDG_", "PYTHON", "PREFECT_", "EVALDUCK_", "LITELLM_")
-_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "AUTH", "CREDENTIAL", "COOKIE")
 
 
 # The starter's own account of itself, in the state folder: its pid, its phase ("waiting" for the run that
@@ -173,15 +148,6 @@ def starter_refusal(state_dir: Path) -> str | None:
     return None if folder == state_dir else folder_refusal(folder)
 
 
-def starter_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` scrubbed for a starter: the variables an interpreter and the preloads read at start
-    (``_STARTER_NAMES``, ``_STARTER_PREFIXES``), none whose name says it holds a secret (provider API keys,
-    PREFECT_API_AUTH_STRING, tokens): the starter lives for many runs, and each run sends its own."""
-    return {name: value for name, value in env.items()
-            if (name in _STARTER_NAMES or name.startswith(_STARTER_PREFIXES))
-            and not any(word in name.upper() for word in _SECRET_WORDS)}
-
-
 def peer(sock: socket.socket) -> tuple[int, int]:
     """The pid and uid of the process at the other end of a connected unix socket (the kernel's record)."""
     pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
@@ -232,64 +198,6 @@ def write_starter_status(state_dir: Path, **fields: Any) -> None:
         os.replace(scratch, path)
     except OSError:
         pass
-
-
-def identity() -> dict[str, str]:
-    """The interpreter and source tree of this process: a starter serves only callers with the same ones."""
-    return {"executable": sys.executable, "root": PACKAGES_ROOT}
-
-
-# The parts of a process a forked child does not inherit from its caller but from the starter, taken along
-# with each request and applied in the child (``apply_process``): the umask, the nice value, every resource
-# limit (`ulimit`) and the CPUs it may run on (`taskset`); and the signals it ignores (`nohup`, `cmd &`),
-# which the child's take-over applies (flows/local/warm/child.py).
-
-
-def _rlimits() -> dict[str, int]:
-    import resource  # not at import: this module is imported on every platform, `resource` is POSIX only
-
-    return {name: getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")}
-
-
-def caller_process() -> dict[str, Any]:
-    """This process's umask, nice value, resource limits, CPU affinity and ignored signals (JSON-ready)."""
-    import resource
-
-    mask = os.umask(0o077)
-    os.umask(mask)
-    return {"umask": mask, "nice": os.getpriority(os.PRIO_PROCESS, 0),
-            "rlimits": {name: list(resource.getrlimit(number)) for name, number in _rlimits().items()},
-            "affinity": sorted(os.sched_getaffinity(0)), "ignored": ignored_signals()}
-
-
-def ignored_signals() -> list[int]:
-    """The signals this process ignores (SIG_IGN): a child forked for it ignores the same ones."""
-    return sorted(int(sig) for sig in signal.valid_signals()
-                  if sig not in (signal.SIGKILL, signal.SIGSTOP) and signal.getsignal(sig) is signal.SIG_IGN)
-
-
-def apply_process(settings: dict[str, Any]) -> None:
-    """Make this process's umask, nice value, limits and affinity the caller's ``settings``; OSError (or
-    ValueError) when one cannot be applied here (a hard limit above this process's, a lower nice value
-    than this process's without the privilege): the run then goes in the caller's own process."""
-    import resource
-
-    if os.getpriority(os.PRIO_PROCESS, 0) != settings["nice"]:  # first: this process's RLIMIT_NICE may allow it
-        os.setpriority(os.PRIO_PROCESS, 0, settings["nice"])
-    numbers = _rlimits()
-    for name, (soft, hard) in settings["rlimits"].items():
-        number = numbers.get(name)
-        if number is not None and resource.getrlimit(number) != (soft, hard):
-            resource.setrlimit(number, (soft, hard))
-    if sorted(os.sched_getaffinity(0)) != settings["affinity"]:
-        os.sched_setaffinity(0, settings["affinity"])
-    os.umask(settings["umask"])
-
-
-def frozen_env(env: dict[str, str]) -> dict[str, str]:
-    """The variables of ``env`` a forked child cannot apply (their effect is fixed at start or import)."""
-    values = {**_DEFAULTED, **env}
-    return {name: values[name] for name in _FROZEN_ENV if name in values}
 
 
 def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
