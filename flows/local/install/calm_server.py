@@ -45,6 +45,7 @@ def calm_docket_worker() -> bool:
 
 
 def main() -> None:
+    """The Prefect server, started as `prefect server start` is, with the calmer settings above."""
     from prefect.cli import app
 
     calm_docket_worker()

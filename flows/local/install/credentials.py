@@ -30,6 +30,7 @@ USER = "evalduck"
 
 
 def auth_path(state_dir: Path) -> Path:
+    """Where the folder keeps its server's basic-auth string (private/, only this user's)."""
     return state_dir / "private" / "prefect-auth"
 
 
@@ -80,6 +81,7 @@ def client_env(auth: str | None) -> dict[str, str]:
 
 
 def server_env(auth: str) -> dict[str, str]:
+    """The server's side of ``auth``: the variable Prefect's server checks requests against."""
     return {"PREFECT_SERVER_API_AUTH_STRING": auth}
 
 

@@ -23,6 +23,7 @@ __all__ = ("registry_dir", "register", "unregister", "registered")
 
 
 def registry_dir() -> Path:
+    """The user's folder of records, one per project folder with evalduck processes (what `stop --all` walks)."""
     return user_folder() / "folders"
 
 
@@ -43,6 +44,7 @@ def register(state_dir: Path, record: str) -> None:
 
 
 def unregister(state_dir: Path) -> None:
+    """Take ``state_dir`` off that list (nothing of it runs any more)."""
     with contextlib.suppress(OSError):
         _entry(state_dir).unlink(missing_ok=True)
 

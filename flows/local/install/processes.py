@@ -194,6 +194,7 @@ def start_worker(
 
 
 def log_tail(log: Path | None, lines: int = 15) -> str:
+    """The last ``lines`` of ``log``, for an error that says why a process ended ("" without one)."""
     if log is None or not log.exists():
         return ""
     tail = log.read_text(errors="replace").splitlines()[-lines:]

@@ -47,7 +47,8 @@ QUIET_ENV = {
 # The Prefect server services a server started for `evalduck run` alone turns off (Prefect 3.9's setting names):
 # a folder without deployments has no schedules (scheduler, late runs), workers (foreman, worker cleanup
 # leases), automations (triggers), pauses, concurrency leases (repossessor) or cancelled runs to clean up
-# after a worker. Each wakes every 5-60 s, together ~2% of a core of an idle server (docs/benchmarks.md). Kept:
+# after a worker. Each wakes on its own interval, and together they cost an idle server CPU (docs/benchmarks-history.md,
+# 'A folder's background processes: idle footprint and back-to-back runs (A/B, 2026-12-03, issue 24 item 5)'). Kept:
 # the task run recorder and the event persister (the UI's task runs and events) and the hourly event vacuum.
 # `evalduck serve` starts its server with all of them (it replaces a run's server that lacks them).
 RUNS_ONLY_SERVICES_OFF = {
@@ -83,10 +84,12 @@ class ServeState(BaseModel):
 
 
 def state_path(state_dir: Path) -> Path:
+    """The folder's state file: what evalduck started for it, by process id."""
     return state_dir / "serve.json"
 
 
 def read_state(state_dir: Path) -> ServeState | None:
+    """The folder's recorded state, or None when nothing was recorded; ServeError naming a file that is not one."""
     path = state_path(state_dir)
     if not path.exists():
         return None
@@ -162,6 +165,7 @@ def configured_api_url() -> str | None:
 
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a process evalduck starts: this one's, quietened (QUIET_ENV), plus ``extra``."""
     env = {**os.environ, **QUIET_ENV}
     env.update(extra or {})
     return env

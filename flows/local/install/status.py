@@ -20,6 +20,8 @@ __all__ = ("Process", "FolderStatus", "folder_status", "rss_mb", "duration")
 
 @dataclass
 class Process:
+    """One recorded process of a folder: its role, pid and resident memory (None: not running)."""
+
     role: str
     pid: int
     rss_mb: float | None  # None: not running
@@ -28,6 +30,8 @@ class Process:
 
 @dataclass
 class FolderStatus:
+    """What `evalduck status` shows of a folder: its recorded state and its processes."""
+
     state: ServeState | None
     processes: list[Process]
     idle_line: str
@@ -59,6 +63,7 @@ def _process(role: str, pid: int | None, marker: str, note: str = "") -> Process
 
 
 def folder_status(state_dir: Path) -> FolderStatus:
+    """The folder's state and each recorded process, alive or not (read only: nothing is started or stopped)."""
     state = read_state(state_dir)
     if state is None:
         return FolderStatus(None, [], "")

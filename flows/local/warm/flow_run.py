@@ -12,6 +12,7 @@ from evalduck.flows.local.warm.client import exit_like, run_via_starter
 
 
 def main() -> None:
+    """The flow run in a child of the folder's starter, else Prefect's engine in this process."""
     code = run_via_starter("engine", sys.argv[1:])
     if code is not None:
         exit_like(code)

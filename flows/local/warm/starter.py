@@ -71,6 +71,7 @@ def _not_serving(state_dir: Path, why: str) -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
+    """``STATE_DIR [--after PID]``: check the folder and the platform, preload, then serve until stopped."""
     args = sys.argv[1:] if argv is None else argv
     state_dir = Path(args[0]).resolve()
     if not SUPPORTED:  # its pidfds, SO_PEERCRED and prctl: ensure_starter starts none there, nor should anyone

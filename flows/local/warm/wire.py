@@ -65,7 +65,8 @@ _SUN_PATH_MAX = 100  # sockaddr_un's path is 108 bytes on Linux; keep a margin
 # exited at its start), how long its preloads took
 # (``preload_s``, kept for the next starter of the folder as its ``expected_s``) and its chart renderer's pid.
 STATUS_FILE = "warm.json"
-# What the preloads are expected to take when no starter of this folder has done them before (~5-10 s here).
+# What the preloads are expected to take when no starter of this folder has done them before (docs/benchmarks-history.md,
+# 'Runs forked from a warm starter (2026-12-01)').
 DEFAULT_PRELOAD_S = 10.0
 
 
@@ -163,7 +164,7 @@ def connect_own(sock: socket.socket, path: str) -> None:
 
 
 def recorded_socket(state_dir: Path) -> str | None:
-    """The starter socket this folder's state file names (json only: pydantic's import costs 0.3 s)."""
+    """The starter socket this folder's state file names (json only: a thin client does not import pydantic)."""
     try:
         value = json.loads((state_dir / "serve.json").read_text()).get("starter_socket")
     except (OSError, ValueError, AttributeError):
@@ -201,6 +202,7 @@ def write_starter_status(state_dir: Path, **fields: Any) -> None:
 
 
 def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
+    """One message as one datagram, with ``fds`` passed alongside (SCM_RIGHTS)."""
     data = json.dumps(message).encode()
     if fds:
         socket.send_fds(sock, [data], fds)
