@@ -21,7 +21,7 @@ from evalduck.flows.engine.batches import StepBatcher
 from evalduck.flows.engine.cache_ledger import CacheLedger, target_parts
 from evalduck.flows.engine.cells import error_text
 from evalduck.flows.engine.dispatch import LocalDispatch
-from evalduck.flows.engine.plan import MisconfiguredRun, RunPlan
+from evalduck.flows.engine.plan import EngineServices, MisconfiguredRun, RunPlan
 from evalduck.flows.engine.tasks import NOT_SCORABLE, RateLimiter, chunk_key, code_chunk_task, judge_step_task, target_task
 
 __all__ = ("StepFailed", "StepRunner", "span")
@@ -42,9 +42,10 @@ Batch = list[tuple[StepContext, str]]  # (context, where) per item
 class StepRunner:
     """The run's Prefect tasks (one per step and one for the target, built once) and what runs on them."""
 
-    def __init__(self, plan: RunPlan) -> None:
+    def __init__(self, plan: RunPlan, services: EngineServices) -> None:
         self.plan = plan
-        self.dispatch = plan.dispatch if plan.dispatch is not None else LocalDispatch(plan)  # where tasks run
+        local = services.dispatch is None
+        self.dispatch = LocalDispatch(plan.target, services.transport) if local else services.dispatch  # where tasks run
         self.limiter = RateLimiter(plan.options.judge_rpm)
         self.ledger = CacheLedger(plan.cache_dir, refresh=plan.options.refresh)  # each step's last key per item
         self.step_tasks: dict[str, Task[..., Any]] = {}
