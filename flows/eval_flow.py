@@ -80,6 +80,7 @@ def _execute(call: _Call) -> EvalResult:
     return result
 
 
+@dataclass
 class _Ending:
     """What the flow's failure path needs to know: whether ``execute`` returned. Before that, a run that ends
     is marked failed (or cancelled); after it, every result is stored and the run completed, and only its

@@ -1,7 +1,8 @@
 """Where a run's task runs execute: ``LocalDispatch`` awaits each task on the flow's event loop (the
 default), ``DaskDispatch`` submits it to a Dask cluster's workers (the cluster and its client from
-prefect-dask's ``DaskTaskRunner``; each task run as ``evalduck.flows.engine.portable.run_task_run``). Both hand back the task run's final Prefect state, so the engine treats their results, errors,
-cache hits and retries alike; the flow alone writes the store.
+prefect-dask's ``DaskTaskRunner``; each task run as ``evalduck.flows.engine.portable.run_task_run``). Both hand
+back the task run's final Prefect state, so the engine treats their results, errors, cache hits and retries
+alike; the flow alone writes the store. Which one a run uses comes in its ``EngineServices`` (plan.py).
 
 On Dask, a task's job is a picklable call (``evalduck.flows.engine.portable``) instead of a closure over the run;
 the task, its cache key, retries and result storage are the same objects as local, and the task engine

@@ -44,8 +44,8 @@ class StepRunner:
 
     def __init__(self, plan: RunPlan, services: EngineServices) -> None:
         self.plan = plan
-        local = services.dispatch is None
-        self.dispatch = LocalDispatch(plan.target, services.transport) if local else services.dispatch  # where tasks run
+        # Where task runs execute: the services' dispatch (runner 'dask'), else awaited on this loop.
+        self.dispatch = services.dispatch or LocalDispatch(plan.target, services.transport)
         self.limiter = RateLimiter(plan.options.judge_rpm)
         self.ledger = CacheLedger(plan.cache_dir, refresh=plan.options.refresh)  # each step's last key per item
         self.step_tasks: dict[str, Task[..., Any]] = {}
