@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from prefect import get_run_logger
@@ -22,8 +23,9 @@ from prefect.exceptions import TerminationSignal
 from prefect.settings import get_current_settings
 
 from evalduck.flows.config import DEFAULT_SCORERS, DEMO_CONFIG, EvalConfig, RunOptions, ScorerSpec, bind_options
-from evalduck.flows.engine import FailFast, ItemResult, execute
+from evalduck.flows.engine import EngineServices, Executed, FailFast, ItemResult, execute
 from evalduck.flows.engine.cache_ledger import cache_summary
+from evalduck.flows.engine.plan import ProgressSink
 from evalduck.flows.inputs.datasets import Dataset
 from evalduck.flows.local.server import reuse_recorded_server
 from evalduck.flows.report.artifacts import ProgressArtifact, artifact_key
@@ -35,7 +37,7 @@ from evalduck.flows.run.redacting_flow import RedactingFlow, redacting_flow
 from evalduck.flows.run.scope import heartbeat_settings, run_scope
 from evalduck.flows.run.watch import keep_result
 from evalduck.flows.settings import apply_process_defaults
-from evalduck.scorers import ConfigError, JudgeTransport, Scorer, run_sync
+from evalduck.scorers import ConfigError, Scorer, run_sync
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult", "FailFast", "ScorerSpec")
 
@@ -44,64 +46,80 @@ __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult", "FailFast
 run_started: Callable[[str], None] | None = None
 
 
-def _execute(
-    *,
-    data: Any,
-    scorers: Sequence[Any],
-    target: Any,
-    options: RunOptions,
-    on_item_complete: Callable[[ItemResult], Any] | None,
-    config: Mapping[str, Any] | None = None,
-) -> EvalResult:
+@dataclass(frozen=True)
+class _Call:
+    """What a run is asked to do, every option bound: the flows' one way from their arguments to a run."""
+
+    data: Any
+    scorers: Sequence[Any]
+    target: Any
+    options: RunOptions
+    on_item_complete: Callable[[ItemResult], Any] | None = None
+    config: Mapping[str, Any] | None = None  # run_eval_config's EvalConfig, stored as the run's config
+
+
+def _execute(call: _Call) -> EvalResult:
     """Prepare, execute, report; a run that fails before all its results are stored is marked failed."""
     logger = get_run_logger()
     flow_ctx = FlowRunContext.get()
     flow_run_id = str(flow_ctx.flow_run.id) if flow_ctx and flow_ctx.flow_run else None
-    prepared = prepare_run(data=data, scorers=scorers, target=target, options=options,
-                           on_item_complete=on_item_complete, config=config, flow_run_id=flow_run_id,
-                           sink=current_sink(), logger=logger)
+    sink = current_sink()
+    prepared = prepare_run(data=call.data, scorers=call.scorers, target=call.target, options=call.options,
+                           on_item_complete=call.on_item_complete, config=call.config, flow_run_id=flow_run_id,
+                           sink=sink, logger=logger)
     plan = prepared.plan
-    stored = False
-    explained: list[dict[str, Any]] = []
     if run_started is not None:
         run_started(plan.run_id)
-
-    async def body(transport: JudgeTransport) -> Report:
-        """The run, then its report, on one event loop and one API client."""
-        nonlocal stored, explained
-        progress = ProgressArtifact(artifact_key(plan.options.name, "progress"), plan.options.progress_every)
-        plan.on_progress, plan.transport = progress.update, transport
-        async with AsyncClientContext.get_or_create():
-            await progress.start(f"items scored in run {plan.run_id}")
-            try:
-                explained = await execute(plan)  # marks the run completed with its last results
-                stored = True
-            finally:
-                await progress.drain()
-            return await publish_report(prepared)
-
-    try:
-        with run_scope(plan, logger) as transport:
-            report = run_sync(body(transport))  # a helper thread when a loop already runs here
-    except BaseException as exc:
-        if not stored:
-            _record_end(prepared, "cancelled" if isinstance(exc, _CANCELLED) else "failed", logger)
-        raise  # when stored, the results are all there; only the report after them failed
+    executed, report = _run(prepared, sink, logger)
     logger.info("run %s: %s", plan.run_id, ", ".join(
         f"{r['scorer']}={'–' if r['mean'] is None else format(r['mean'], '.3f')}" for r in report[0]))
-    cache = explained if plan.options.explain_cache else None
-    if cache:
-        logger.info("step cache: %s", "; ".join(cache_summary(line) for line in cache))
-    result = eval_result(prepared, report, flow_run_id, cache)
+    if plan.options.explain_cache and executed.cache:
+        logger.info("step cache: %s", "; ".join(cache_summary(line) for line in executed.cache))
+    result = eval_result(prepared, executed, report, flow_run_id)
     keep_result(result)  # for the command, should the flow's end fail on a server that went away
     return result
+
+
+@dataclass
+class _Ending:
+    """What the flow's failure path needs to know: whether ``execute`` returned. Before that, a run that ends
+    is marked failed (or cancelled); after it, every result is stored and the run completed, and only its
+    report (or the end of its scope) failed."""
+
+    executed: Executed | None = None
+
+
+def _run(prepared: Prepared, sink: ProgressSink | None, logger: Any) -> tuple[Executed, Report]:
+    """The run in its scope, which makes the engine's services: execute, then the report."""
+    plan = prepared.plan
+    progress = ProgressArtifact(artifact_key(plan.options.name, "progress"), plan.options.progress_every)
+    ending = _Ending()
+    try:
+        with run_scope(plan, logger, sink=sink, on_progress=progress.update) as services:
+            return run_sync(_on_one_loop(prepared, services, progress, ending))  # a helper thread when a loop runs here
+    except BaseException as exc:
+        if ending.executed is None:
+            _record_end(prepared, sink, "cancelled" if isinstance(exc, _CANCELLED) else "failed", logger)
+        raise
+
+
+async def _on_one_loop(prepared: Prepared, services: EngineServices, progress: ProgressArtifact,
+                       ending: _Ending) -> tuple[Executed, Report]:
+    """The run, then its report, on one event loop and one API client."""
+    async with AsyncClientContext.get_or_create():
+        await progress.start(f"items scored in run {prepared.plan.run_id}")
+        try:
+            ending.executed = await execute(prepared.plan, services)  # marks the run completed with its last results
+        finally:
+            await progress.drain()
+        return ending.executed, await publish_report(prepared)
 
 
 # Ctrl-C; SIGTERM (Prefect turns it into TerminationSignal inside a flow run; the CLI outside one).
 _CANCELLED = (KeyboardInterrupt, asyncio.CancelledError, TerminationSignal)
 
 
-def _record_end(prepared: Prepared, status: str, logger: Any) -> None:
+def _record_end(prepared: Prepared, sink: ProgressSink | None, status: str, logger: Any) -> None:
     """A run that ended before all its results were stored: ``failed``, or ``cancelled`` by the user."""
     plan = prepared.plan
     try:
@@ -109,14 +127,32 @@ def _record_end(prepared: Prepared, status: str, logger: Any) -> None:
     except Exception as exc:  # the run's own error (e.g. the store stayed locked) must surface
         logger.warning("run %s: could not record status %r in %s: %s", plan.run_id, status, plan.store.path, exc)
         return
-    if status == "cancelled" and plan.sink is not None:
-        plan.sink.note(f"run {plan.run_id} cancelled: its stored cells are kept; `--resume {plan.run_id}` "
-                       "computes the rest")
+    if status == "cancelled" and sink is not None:
+        sink.note(f"run {plan.run_id} cancelled: its stored cells are kept; `--resume {plan.run_id}` "
+                  "computes the rest")
 
 
-def _given_options(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The run options among ``run_evals``' arguments that the caller set (None means not given)."""
-    return {key: value for key, value in arguments.items() if key in RunOptions.model_fields and value is not None}
+def _bound_call(arguments: Mapping[str, Any]) -> _Call:
+    """``run_evals``' arguments bound into a run: each run option from its keyword, else ``options``, else the
+    environment and the project file (flows/project/file.py), else its default; ``data``, ``scorers`` and
+    ``target`` from the call, else the project file (the prebuilt scorers by default).
+
+    Raises:
+        ConfigError: a bad option (named), a bad project file, or no data anywhere.
+    """
+    options: RunOptions | None = arguments.get("options")
+    given = {key: value for key, value in arguments.items() if key in RunOptions.model_fields and value is not None}
+    project = _project_settings(given, options)
+    data = arguments.get("data")
+    if data is None:
+        data = project.get("dataset")
+        if data is None:
+            raise ConfigError("run_evals: no data given, and the project file sets no `dataset`")
+    target = arguments.get("target")
+    return _Call(data=data, scorers=arguments.get("scorers") or project.get("scorers") or list(DEFAULT_SCORERS),
+                 target=target if target is not None else project.get("target"),
+                 options=bind_options(options, {**_options_of(project), **given}),
+                 on_item_complete=arguments.get("on_item_complete"))
 
 
 class _EvalsFlow(RedactingFlow):
@@ -126,8 +162,9 @@ class _EvalsFlow(RedactingFlow):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         bound = inspect.signature(self.fn).bind_partial(*args, **kwargs)
-        # Bad options fail here, before a flow run exists (the body binds them again, for direct calls).
-        bind_options(bound.arguments.get("options"), _given_options(bound.arguments))
+        # Bad options fail here, before a flow run exists; the body binds them the same way, as it must when
+        # Prefect calls it without this (a deployment of run_evals, a served flow).
+        _bound_call(bound.arguments)
         data = bound.arguments.get("data")
         if data is not None and not isinstance(data, (str, os.PathLike, Rows, Dataset)):
             bound.arguments["data"] = Rows(data)
@@ -158,7 +195,7 @@ class _EvalsFlow(RedactingFlow):
         return super().serialize_parameters(params)
 
 
-def _run_evals(
+def _run_evals(  # noqa: D417 - the run options are documented once, as RunOptions' fields
     data: Any = None,
     scorers: Any = None,
     target: Any = None,
@@ -194,45 +231,24 @@ def _run_evals(
     """Run scorers over a dataset and store every result in DuckDB.
 
     The run options (``concurrency`` and every keyword after ``options``) are ``RunOptions`` fields, with
-    their defaults, bounds and help there; a keyword given here overrides the same field of ``options``,
-    and each is checked as the UI form and the CLI check it (``ConfigError`` names the bad one).
+    their defaults, bounds and help there; a keyword given here overrides the same field of ``options``, and
+    each is checked as the UI form and the CLI check it (``ConfigError`` names the bad one). The project file
+    (``evalduck.toml``, flows/project/root.py) fills in every argument and run option not given here, in
+    ``options`` or by its environment variable.
 
     Args:
         data: rows (dicts with ``input`` and optional ``output``, ``groundTruth``, ``requestContext``, ``id``,
-            ``metadata``) or a dataset file (.jsonl, .json, .csv, .parquet); default: the project file's
-            ``dataset``. The project file (``evalduck.toml``, flows/project/root.py) fills in every argument and
-            run option not given here, in ``options`` or by its environment variable.
+            ``metadata``) or a dataset file (.jsonl, .json, .csv, .parquet); default: the project's ``dataset``.
         scorers: Scorer objects and/or scorer ids ("tone-scorer", ...); default: the three prebuilt ones.
         target: None (score each item's ``output``), a callable (sync or async, called with the item's
             input), "module:function", or "model:<litellm model>".
-        concurrency: items in flight at once (default 8).
         on_item_complete: called once per item with an ``ItemResult`` (sync or async).
-        name: run name; the previous run of the same name is compared with this one.
-        db: DuckDB file (default $EVALDUCK_DB, else ./evals.duckdb).
         options: a ``RunOptions`` to start from (e.g. one shared by several calls).
-        judge_process: send judge and model requests through a child process (default), which keeps
-            litellm's CPU work off the flow's event loop; False keeps them in this process. The child sees
-            environment variables only: a run that finds litellm settings made in Python (callbacks,
-            ``litellm.api_key``...) keeps its requests in this process and logs one warning line.
-        report: write the run's HTML report beside the DuckDB file at its end (default); False: none.
-        explain_cache: after the summary, a table of each step's cache hits and misses, and for the misses
-            what changed in the key since the item's last run (``EvalResult.cache`` holds it too).
-        runner: "local" (default) or "dask": target calls, judge steps and code chunks on the workers of
-            the Dask cluster at ``dask_address``, or of a LocalCluster of ``workers`` processes
-            (docs/scale-out.md).
         quiet: show nothing; by default the call shows what `evalduck run` shows: a progress bar on stderr
             (on a terminal) and the summary table on stdout. Prefect's own INFO console lines are held back
             either way (they reach the Prefect API and UI). Not a run option: it changes no result.
     """
-    given = _given_options(locals())
-    project = _project_settings(given, options)
-    if data is None:
-        data = project.get("dataset")
-        if data is None:
-            raise ConfigError("run_evals: no data given, and the project file sets no `dataset`")
-    return _execute(data=data, scorers=scorers or project.get("scorers") or list(DEFAULT_SCORERS),
-                    target=target if target is not None else project.get("target"),
-                    options=bind_options(options, {**_options_of(project), **given}), on_item_complete=on_item_complete)
+    return _execute(_bound_call(locals()))  # the arguments, as Prefect or __call__ passed them
 
 
 def _options_of(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -263,6 +279,6 @@ def run_eval_config(config: EvalConfig = DEMO_CONFIG) -> EvalResult:
         config: What to evaluate (dataset, scorers, target, judge model) and the eval name runs are
             compared by; the other run options under Advanced options (default: the demo eval).
     """
-    return _execute(data=config.dataset, scorers=list(config.scorers), target=config.target,
-                    options=config.options(), on_item_complete=None, config=config.model_dump(mode="json"))
+    return _execute(_Call(data=config.dataset, scorers=list(config.scorers), target=config.target,
+                          options=config.options(), config=config.model_dump(mode="json")))
 

@@ -77,7 +77,9 @@ class StepBatcher(Generic[T, R]):
                 size = len(self.queue) if self.max_size is None else self.max_size
                 batch, self.queue = self.queue[:size], self.queue[size:]
                 outs = await self.run_batch([item for item, _ in batch])
-                for (_, future), out in zip(batch, outs):
+                if len(outs) != len(batch):  # a short answer would leave its last futures waiting forever
+                    raise RuntimeError(f"a batch of {len(batch)} item(s) gave {len(outs)} result(s)")
+                for (_, future), out in zip(batch, outs, strict=True):
                     if future is not None and not future.done():
                         future.set_result(out)
         except Exception as exc:

@@ -13,6 +13,7 @@ __all__ = ("cell_row", "error_row", "error_text", "usage_fields")
 
 
 def error_row(run_id: str, scorer: Scorer, item_id: str, error: str, **fields: Any) -> ScoreRow:
+    """A cell that ended in ``error`` (stored as such; a resume computes it again)."""
     return ScoreRow(run_id=run_id, item_id=item_id, scorer_id=scorer.id, scorer_version=scorer.version,
                     status="error", error=error, **fields)
 

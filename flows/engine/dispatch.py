@@ -1,7 +1,8 @@
 """Where a run's task runs execute: ``LocalDispatch`` awaits each task on the flow's event loop (the
 default), ``DaskDispatch`` submits it to a Dask cluster's workers (the cluster and its client from
-prefect-dask's ``DaskTaskRunner``; each task run as ``evalduck.flows.engine.portable.run_task_run``). Both hand back the task run's final Prefect state, so the engine treats their results, errors,
-cache hits and retries alike; the flow alone writes the store.
+prefect-dask's ``DaskTaskRunner``; each task run as ``evalduck.flows.engine.portable.run_task_run``). Both hand
+back the task run's final Prefect state, so the engine treats their results, errors, cache hits and retries
+alike; the flow alone writes the store. Which one a run uses comes in its ``EngineServices`` (plan.py).
 
 On Dask, a task's job is a picklable call (``evalduck.flows.engine.portable``) instead of a closure over the run;
 the task, its cache key, retries and result storage are the same objects as local, and the task engine
@@ -16,55 +17,40 @@ import contextlib
 import math
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from prefect import Task
 from prefect.states import State, exception_to_failed_state
 
+from evalduck.flows.engine.plan import Dispatch, RunPlan
 from evalduck.flows.engine.tasks import Job, RateLimiter, run_code_step
 from evalduck.flows.inputs.datasets import DatasetItem
 from evalduck.flows.inputs.targets import Target
 from evalduck.scorers import ConfigError, JudgeTransport, Scorer, Step, StepContext
 
 if TYPE_CHECKING:
-    from evalduck.flows.engine.plan import RunPlan
     from evalduck.flows.engine.portable import PortableScorer
 
 __all__ = ("Dispatch", "LocalDispatch", "DaskDispatch", "dask_dispatch", "portables", "threads_per_worker")
 
 
-class Dispatch(Protocol):
-    """Runs one task run to its final state, and makes the jobs those task runs work on."""
-
-    async def run(self, task: Task[..., Any], parameters: Mapping[str, Any]) -> State[Any]: ...
-
-    def judge_job(self, step: Step, ctx: StepContext, limiter: RateLimiter) -> Job: ...
-
-    def code_job(self, step: Step, contexts: list[StepContext]) -> Job: ...
-
-    def target_job(self, item: DatasetItem) -> Job: ...
-
-
 class LocalDispatch:
     """Each task awaited here, on the flow's loop; requests through the run's transport."""
 
-    def __init__(self, plan: RunPlan) -> None:
-        self.plan = plan
+    def __init__(self, target: Target, transport: JudgeTransport) -> None:
+        self.target, self.transport = target, transport
 
     async def run(self, task: Task[..., Any], parameters: Mapping[str, Any]) -> State[Any]:
         return await task(**parameters, return_state=True)  # type: ignore[no-any-return]
 
-    def _transport(self) -> JudgeTransport:
-        return self.plan.transport
-
     def judge_job(self, step: Step, ctx: StepContext, limiter: RateLimiter) -> Job:
-        return Job(lambda: step.arun(ctx, transport=self._transport()), limiter)
+        return Job(lambda: step.arun(ctx, transport=self.transport), limiter)
 
     def code_job(self, step: Step, contexts: list[StepContext]) -> Job:
         return Job(lambda: run_code_step(step, contexts))
 
     def target_job(self, item: DatasetItem) -> Job:
-        return Job(lambda: self.plan.target.acall(item, transport=self._transport()))
+        return Job(lambda: self.target.acall(item, transport=self.transport))
 
 
 def threads_per_worker(concurrency: int, workers: int) -> int:

@@ -1,11 +1,13 @@
-"""What a run is given (``RunPlan``), what it reports per item (``ItemResult``), and how it stops early."""
+"""What a run is given: ``RunPlan`` (what to compute, frozen once ``evalduck.flows.run.prepare`` built it) and
+``EngineServices`` (where its requests, task runs and progress go, chosen by the run's scope); what ``execute``
+returns (``Executed``), what it reports per item (``ItemResult``), and how it stops early."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -15,13 +17,17 @@ from evalduck.flows.inputs.datasets import DatasetItem
 from evalduck.flows.inputs.registry import Skipped
 from evalduck.flows.inputs.targets import Target
 from evalduck.flows.store import ScoreRow, Store
-from evalduck.scorers import JudgeTransport, LiteLLMTransport, Scorer, ScorerInput
+from evalduck.scorers import JudgeTransport, LiteLLMTransport, Scorer, ScorerInput, Step, StepContext
 
-if TYPE_CHECKING:
-    from evalduck.flows.engine.dispatch import Dispatch
+if TYPE_CHECKING:  # types only: this module imports no Prefect, and nothing of the engine below it
+    from prefect import Task
+    from prefect.states import State
+
     from evalduck.flows.engine.portable import PortableScorer
+    from evalduck.flows.engine.tasks import Job, RateLimiter
 
-__all__ = ("ProgressSink", "RunPlan", "ItemResult", "ItemState", "FailFast", "MisconfiguredRun", "StoreWriteError")
+__all__ = ("ProgressSink", "Dispatch", "RunPlan", "EngineServices", "Executed", "ItemResult", "ItemState",
+           "FailFast", "MisconfiguredRun", "StoreWriteError")
 
 
 class ProgressSink(Protocol):
@@ -31,6 +37,19 @@ class ProgressSink(Protocol):
     def advance(self, n: int = 1) -> None: ...
     def finish(self) -> None: ...
     def note(self, message: str) -> None: ...
+
+
+class Dispatch(Protocol):
+    """Where a run's task runs execute (evalduck.flows.engine.dispatch: here, or on Dask): runs one task run to
+    its final state, and makes the jobs those task runs work on."""
+
+    async def run(self, task: Task[..., Any], parameters: Mapping[str, Any]) -> State[Any]: ...
+
+    def judge_job(self, step: Step, ctx: StepContext, limiter: RateLimiter) -> Job: ...
+
+    def code_job(self, step: Step, contexts: list[StepContext]) -> Job: ...
+
+    def target_job(self, item: DatasetItem) -> Job: ...
 
 
 class StoreWriteError(EvalduckError, RuntimeError):
@@ -58,32 +77,51 @@ class ItemResult(BaseModel):
     errors: dict[str, str] = {}
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunPlan:
-    """Everything ``execute`` needs, built and checked by ``evalduck.flows.run.prepare`` before any call is made. The
-    run's options travel whole (``options``); the rest is what preparing them produced."""
+    """What a run computes, built and checked by ``evalduck.flows.run.prepare`` before any call is made, and
+    frozen from then on: the run's options travel whole (``options``); the rest is what preparing them
+    produced. Where its requests and task runs go is not the plan's: that is ``EngineServices``."""
 
     run_id: str
-    items: list[DatasetItem]
-    scorers: list[Scorer]
-    skipped: list[Skipped]
+    items: tuple[DatasetItem, ...]
+    scorers: tuple[Scorer, ...]
+    skipped: tuple[Skipped, ...]
     target: Target
     store: Store
     options: RunOptions
     cache_dir: Path
-    todo: set[tuple[str, str]] | None = None  # None: every cell; else only these (resume)
+    todo: frozenset[tuple[str, str]] | None = None  # None: every cell; else only these (resume)
     on_item_complete: Callable[[ItemResult], Any] | None = None
-    on_progress: Callable[[int, int], Any] | None = None
-    sink: ProgressSink | None = None
-    # Where the run's judge and model requests go (the flow picks litellm here or the judge child process).
-    transport: JudgeTransport = field(default_factory=LiteLLMTransport)
-    # Where its task runs execute (evalduck.flows.engine.dispatch): None, this process; the flow sets Dask's.
-    dispatch: Dispatch | None = None
     # Runner 'dask': each scorer as a worker gets it, by scorer id (made and checked by evalduck.flows.run.prepare).
     portable: Mapping[str, PortableScorer] | None = None
 
     def wanted(self, item_id: str, scorer_id: str) -> bool:
         return self.todo is None or (item_id, scorer_id) in self.todo
+
+
+@dataclass(frozen=True)
+class EngineServices:
+    """What ``execute`` is handed besides the plan: where the run's requests, task runs and progress go. The
+    run's scope (evalduck.flows.run.scope) picks them for the process the run is in; a plan stays the same
+    whichever they are."""
+
+    # Where judge and model requests go: the judge child process, or litellm in this process.
+    transport: JudgeTransport = field(default_factory=LiteLLMTransport)
+    # Where task runs execute: None, awaited on this loop (LocalDispatch); runner 'dask', a Dask cluster's.
+    dispatch: Dispatch | None = None
+    sink: ProgressSink | None = None  # the caller's terminal bar (the CLI's, run_evals' unless quiet)
+    on_progress: Callable[[int, int], Any] | None = None  # (items done, items in the run): the progress artifact
+
+
+@dataclass(frozen=True)
+class Executed:
+    """What a returned ``execute`` tells its caller: every result is stored and the run marked ``status``
+    with the last of them; ``cache``, each step's cache hits and misses, with why each missed
+    (flows/engine/cache_ledger.py)."""
+
+    status: Literal["completed"]
+    cache: list[dict[str, Any]]
 
 
 @dataclass

@@ -92,6 +92,7 @@ class WorkerLoop:
 
 
 def worker_loop() -> WorkerLoop:
+    """This worker process's one loop for task runs, started on first use (one Prefect client for all)."""
     with _LOCK:
         if not _LOOP:
             _LOOP.append(WorkerLoop())

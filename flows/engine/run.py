@@ -1,6 +1,6 @@
 """One run on one event loop: bounded items in flight, each item's target call and judge scorers, the
 code-only scorers over chunks, and every finished cell written through the store as it finishes (a killed
-run keeps them). Concurrency, in one place:
+run keeps them). Concurrency is decided here, and only here.
 
 - at most ``concurrency`` items in flight (a semaphore), each a task of one ``TaskGroup``;
 - per item, its judge scorers side by side (``gather``), each a walk through its steps;
@@ -19,7 +19,16 @@ from typing import Any
 
 from evalduck.flows.engine.batches import StepBatcher
 from evalduck.flows.engine.cells import cell_row, error_row
-from evalduck.flows.engine.plan import FailFast, ItemResult, ItemState, MisconfiguredRun, RunPlan, StoreWriteError
+from evalduck.flows.engine.plan import (
+    EngineServices,
+    Executed,
+    FailFast,
+    ItemResult,
+    ItemState,
+    MisconfiguredRun,
+    RunPlan,
+    StoreWriteError,
+)
 from evalduck.flows.engine.steps import StepFailed, StepRunner
 from evalduck.flows.store import ResultWriter, ScoreRow
 from evalduck.scorers import PipelineState, Scorer, walk_steps
@@ -30,11 +39,14 @@ logger = logging.getLogger("evalduck.engine")
 
 
 class Run:
-    def __init__(self, plan: RunPlan) -> None:
+    """One execution of a plan: its result writer, its progress and the tasks of its items."""
+
+    def __init__(self, plan: RunPlan, services: EngineServices) -> None:
         self.plan = plan
+        self.sink, self.on_progress = services.sink, services.on_progress
         self.writer = ResultWriter(plan.store, plan.run_id)
         self.sem = asyncio.Semaphore(plan.options.concurrency)
-        self.steps = StepRunner(plan)
+        self.steps = StepRunner(plan, services)
         self.judge_scorers = [s for s in plan.scorers if any(st.is_judge for st in s.steps)]
         self.code_scorers = [s for s in plan.scorers if s not in self.judge_scorers]
         self.states: dict[str, ItemState] = {}
@@ -66,12 +78,11 @@ class Run:
 
     def _item_done(self, state: ItemState) -> None:
         self.completed += 1
-        plan = self.plan
-        if plan.sink is not None:
-            plan.sink.advance()
-        if plan.on_progress is not None:
-            plan.on_progress(self.completed, len(self.states))
-        if plan.on_item_complete is not None:
+        if self.sink is not None:
+            self.sink.advance()
+        if self.on_progress is not None:
+            self.on_progress(self.completed, len(self.states))
+        if self.plan.on_item_complete is not None:
             self._report_item(state)
 
     def _report_item(self, state: ItemState) -> None:
@@ -141,7 +152,7 @@ class Run:
             todo = [s for s in states if self.plan.wanted(s.item.item_id, scorer.id)]
             pipelines = self._pipelines(scorer, todo)
             await walk_steps([p for p in pipelines if p.error is None], run_step)
-            for state, pipeline in zip(todo, pipelines):
+            for state, pipeline in zip(todo, pipelines, strict=True):
                 self._finish_cell(state, cell_row(self.plan.run_id, pipeline, state.item.item_id))
         return [None] * len(states)
 
@@ -154,16 +165,16 @@ class Run:
             if cells:
                 output = None if plan.target.calls else item.output
                 self.states[item.item_id] = ItemState(item=item, pending=cells, output=output)
-        if plan.sink is not None:
-            plan.sink.start(len(self.states))
+        if self.sink is not None:
+            self.sink.start(len(self.states))
         self._write(scores=[
             ScoreRow(run_id=plan.run_id, item_id=item.item_id, scorer_id=sk.scorer_id, scorer_version=sk.version or "-",
                      status="skipped", reason=sk.reason)
             for sk in plan.skipped for item in plan.items if plan.wanted(item.item_id, sk.scorer_id)
         ])
 
-    async def run(self) -> list[dict[str, Any]]:
-        """The run; its hits and misses per step (``StepRunner.cache_lines``)."""
+    async def run(self) -> Executed:
+        """The run, and its hits and misses per step (``StepRunner.cache_lines``)."""
         plan = self.plan
         status: str | None = None  # "completed" once every item is done: written with the last batch
         try:
@@ -193,7 +204,7 @@ class Run:
                 try:
                     await asyncio.to_thread(self.steps.ledger.save)  # each step's keys, for the next run's explanation
                 finally:
-                    if plan.sink is not None:
-                        plan.sink.finish()
-        return self.steps.cache_lines()
+                    if self.sink is not None:
+                        self.sink.finish()
+        return Executed(status="completed", cache=self.steps.cache_lines())
 

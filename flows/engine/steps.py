@@ -19,7 +19,7 @@ from evalduck.flows.engine.batches import StepBatcher
 from evalduck.flows.engine.cache_ledger import CacheLedger, target_parts
 from evalduck.flows.engine.cells import error_text
 from evalduck.flows.engine.dispatch import LocalDispatch
-from evalduck.flows.engine.plan import MisconfiguredRun, RunPlan
+from evalduck.flows.engine.plan import EngineServices, MisconfiguredRun, RunPlan
 from evalduck.flows.engine.tasks import (
     NOT_SCORABLE,
     RateLimiter,
@@ -49,9 +49,10 @@ Batch = list[tuple[StepContext, str]]  # (context, where) per item
 class StepRunner:
     """The run's Prefect tasks (one per step and one for the target, built once) and what runs on them."""
 
-    def __init__(self, plan: RunPlan) -> None:
+    def __init__(self, plan: RunPlan, services: EngineServices) -> None:
         self.plan = plan
-        self.dispatch = plan.dispatch if plan.dispatch is not None else LocalDispatch(plan)  # where tasks run
+        # Where task runs execute: the services' dispatch (runner 'dask'), else awaited on this loop.
+        self.dispatch = services.dispatch or LocalDispatch(plan.target, services.transport)
         self.limiter = RateLimiter(plan.options.judge_rpm)
         self.ledger = CacheLedger(plan.cache_dir, refresh=plan.options.refresh)  # each step's last key per item
         self.step_tasks: dict[str, Task[..., Any]] = {}
@@ -161,8 +162,8 @@ class StepRunner:
         misses when another item of the chunk changed."""
         book = self.ledger.step(step)
         ids = [items.get(id(c.run)) for c in contexts]
-        moved = any(i is None or book.changed(i, k) for i, k in zip(ids, keys))
-        for item_id, ctx, key in zip(ids, contexts, keys):
+        moved = any(i is None or book.changed(i, k) for i, k in zip(ids, keys, strict=True))
+        for item_id, ctx, key in zip(ids, contexts, keys, strict=True):
             if item_id is not None:
                 book.note(item_id, key, hit, lambda ctx=ctx: self.ledger.parts(step, ctx), chunk_changed=moved)
 

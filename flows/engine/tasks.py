@@ -186,6 +186,7 @@ def judge_step_task(step: Step, options: RunOptions, cache_dir: Path) -> Task[..
 
 
 def target_task(label: str, options: RunOptions, cache_dir: Path) -> Task[..., Any]:
+    """The task that calls the run's target for one item, with the run's retries and the step cache."""
     return _target.with_options(
         name=f"target.{label}", task_run_name="target[{item_id}]", **retry_kwargs(options),
         **cache_kwargs(options, cache_dir),

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from evalduck.flows.engine import Executed
 from evalduck.flows.report.artifacts import (
     artifact_key,
     comparison_markdown,
@@ -113,14 +114,16 @@ async def publish_report(prepared: Prepared) -> Report:
     return rows, comparison, written
 
 
-def eval_result(prepared: Prepared, report: Report, flow_run_id: str | None,
-                cache: list[dict[str, Any]] | None = None) -> EvalResult:
+def eval_result(prepared: Prepared, executed: Executed, report: Report, flow_run_id: str | None) -> EvalResult:
+    """What the run returns: its stored results as the report read them, with the status ``execute``
+    recorded, and (``explain_cache``) each step's cache hits and misses."""
     plan = prepared.plan
     rows, comparison, written = report
     return EvalResult(
-        run_id=plan.run_id, name=plan.options.name, scores={r["scorer"]: r["mean"] for r in rows},
+        run_id=plan.run_id, name=plan.options.name, status=executed.status,
+        scores={r["scorer"]: r["mean"] for r in rows},
         summary={"totalItems": len(prepared.dataset.items),
                  "scorers": {r["scorer"]: {k: v for k, v in r.items() if k != "scorer"} for r in rows}},
         db=str(plan.store.path), previous_run_id=prepared.previous, comparison=comparison, flow_run_id=flow_run_id,
-        report=str(written.path) if written else None, cache=cache,
+        report=str(written.path) if written else None, cache=executed.cache if plan.options.explain_cache else None,
     )

@@ -11,13 +11,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from evalduck.errors import EvalduckError
 from evalduck.flows.config import DEFAULT_SCORERS, RunOptions
 from evalduck.flows.engine import ItemResult, RunPlan
+from evalduck.flows.engine.plan import ProgressSink
 from evalduck.flows.inputs.datasets import Dataset, DatasetError, dataset_from_rows, load_dataset
-from evalduck.flows.inputs.registry import build_scorers
+from evalduck.flows.inputs.registry import Skipped, build_scorers
 from evalduck.flows.inputs.targets import Target, resolve_target
 from evalduck.flows.project.defaults import default_cache_dir
 from evalduck.flows.store import Store, StoreDiskError, check_resume_dataset, default_db_path
@@ -113,15 +115,12 @@ def prepare_run(
     sink: ProgressSink | None,
     logger: logging.Logger | logging.LoggerAdapter[Any],
 ) -> Prepared:
+    """The run's inputs loaded and checked, in the order that stops a bad run before it costs anything (no
+    target or judge call, and the store untouched until every input is fine); then the run is recorded as
+    started (or resumed) and its frozen plan made."""
     o = options
     dataset = load_data(data)
-    built, skipped = build_scorers(scorers or list(DEFAULT_SCORERS), judge_model=o.judge_model,
-                                   judge_api_base=o.judge_api_base, judge_timeout=o.judge_timeout_s)
-    built = [s.with_source() for s in built]  # every item keyed on the code as it is now (Step.with_source)
-    for sk in skipped:
-        logger.warning(sk.reason)
-        if sink is not None:
-            sink.note(sk.reason)
+    built, skipped = _scorers(scorers, o, sink, logger)
     tgt = resolve_target(target, system_prompt=o.target_system_prompt, api_base=o.target_api_base,
                          timeout=o.target_timeout_s)
     _check_outputs(dataset, tgt, built)
@@ -129,38 +128,67 @@ def prepare_run(
     if o.runner == "dask":  # a scorer or target that cannot reach a worker stops here, named
         from evalduck.flows.engine.dispatch import portables
 
-        portable = portables(built, tgt)
+        portable = MappingProxyType(portables(built, tgt))  # read-only, as the plan that holds it
 
     folder = cache_folder(o.cache_dir)  # before the store: a run that cannot cache is not recorded
     with _run_start():
         store = Store(o.db if o.db is not None else default_db_path())
+    ran = _ran(built, skipped)
+    run_config = _run_config(config, built, tgt, ran)
+    with _run_start(), store.held():  # the operations below in a row: one opening of the file, not one each
+        run_id, todo, previous = _started(store, o, dataset, [r["id"] for r in ran], logger)
+        store.start_run(run_id, o.name, dataset.source, dataset.hash, run_config, flow_run_id,
+                        items=[i.store_record() for i in dataset.items],
+                        directions={r["id"]: r["higher_is_better"] for r in ran})
+
+    plan = RunPlan(run_id=run_id, items=tuple(dataset.items), scorers=tuple(built), skipped=tuple(skipped),
+                   target=tgt, store=store, options=o, cache_dir=folder.resolve(), todo=todo,
+                   on_item_complete=on_item_complete, portable=portable)
+    return Prepared(plan=plan, dataset=dataset, previous=previous)
+
+
+def _scorers(scorers: Sequence[Any], o: RunOptions, sink: ProgressSink | None,
+             logger: logging.Logger | logging.LoggerAdapter[Any]) -> tuple[list[Scorer], list[Skipped]]:
+    """The run's scorers, each keyed on its code as it is now (``Step.with_source``); a scorer that cannot run
+    here (a judge scorer with no judge model) is skipped, and said so in the log and on the caller's terminal."""
+    built, skipped = build_scorers(scorers or list(DEFAULT_SCORERS), judge_model=o.judge_model,
+                                   judge_api_base=o.judge_api_base, judge_timeout=o.judge_timeout_s)
+    for sk in skipped:
+        logger.warning(sk.reason)
+        if sink is not None:
+            sink.note(sk.reason)
+    return [s.with_source() for s in built], skipped
+
+
+def _ran(built: list[Scorer], skipped: list[Skipped]) -> list[dict[str, Any]]:
+    """What ran, whatever the config named (a prebuilt id or an import path): each scorer's own id, version and
+    direction, and what it measures (flows/report/measures.py), the skipped ones too."""
+    return [{"id": s.id, "version": s.version, "higher_is_better": s.higher_is_better, "description": s.description}
+            for s in built] + [{"id": sk.scorer_id, "version": sk.version, "higher_is_better": sk.higher_is_better,
+                                "description": sk.description} for sk in skipped]
+
+
+def _run_config(config: Mapping[str, Any] | None, built: list[Scorer], target: Target,
+                ran: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's config as stored: what the caller gave (a deployment's EvalConfig), else the scorers and target
+    it resolved to; and always what ran (``run_scorers``)."""
     run_config = dict(config or {})
     run_config.setdefault("scorers", [{"id": s.id, "version": s.version, "options": dict(s.options)} for s in built])
-    run_config.setdefault("target", tgt.label)
-    # What ran, whatever the config named (a prebuilt id or an import path): each scorer's own id, version and
-    # direction, and what it measures (flows/report/measures.py); the directions also go to the run_scorers table.
-    ran = [(s.id, s.version, s.higher_is_better) for s in built]
-    ran += [(sk.scorer_id, sk.version, sk.higher_is_better) for sk in skipped]
-    described = {s.id: s.description for s in built} | {sk.scorer_id: sk.description for sk in skipped}
-    run_config["run_scorers"] = [{"id": i, "version": v, "higher_is_better": h, "description": described[i]}
-                                 for i, v, h in ran]
-    directions = {i: h for i, _, h in ran}
-    todo: set[tuple[str, str]] | None = None
-    previous: str | None = None
-    with _run_start(), store.held():  # the operations below in a row: one opening of the file, not one each
-        if o.resume:
-            run_id = store.resolve_run(o.resume)
-            check_resume_dataset(store, run_id, dataset.source, dataset.hash, [i.item_id for i in dataset.items])
-            done = store.completed_cells(run_id)
-            todo = {(i.item_id, sid) for i in dataset.items for sid, _, _ in ran} - done
-            logger.info("resuming run %s: %d cell(s) to compute", run_id, len(todo))
-        else:
-            run_id = str(uuid.uuid4())
-            previous = store.last_completed(o.name) if o.name else None
-        store.start_run(run_id, o.name, dataset.source, dataset.hash, run_config, flow_run_id,
-                        items=[i.store_record() for i in dataset.items], directions=directions)
+    run_config.setdefault("target", target.label)
+    run_config["run_scorers"] = ran
+    return run_config
 
-    plan = RunPlan(run_id=run_id, items=dataset.items, scorers=built, skipped=skipped, target=tgt, store=store,
-                   options=o, cache_dir=folder.resolve(), todo=todo, on_item_complete=on_item_complete, sink=sink,
-                   portable=portable)
-    return Prepared(plan=plan, dataset=dataset, previous=previous)
+
+def _started(store: Store, o: RunOptions, dataset: Dataset, scorer_ids: list[str],
+             logger: logging.Logger | logging.LoggerAdapter[Any],
+             ) -> tuple[str, frozenset[tuple[str, str]] | None, str | None]:
+    """The run's id, the cells it computes (None: all) and the previous run it is compared with. ``resume``
+    continues a stored run of the same dataset with only its missing or errored cells; a new run gets a new id
+    and, with a name, the last completed run of that name to compare with."""
+    if not o.resume:
+        return str(uuid.uuid4()), None, store.last_completed(o.name) if o.name else None
+    run_id = store.resolve_run(o.resume)
+    check_resume_dataset(store, run_id, dataset.source, dataset.hash, [i.item_id for i in dataset.items])
+    todo = frozenset((i.item_id, sid) for i in dataset.items for sid in scorer_ids) - store.completed_cells(run_id)
+    logger.info("resuming run %s: %d cell(s) to compute", run_id, len(todo))
+    return run_id, todo, None

@@ -23,6 +23,7 @@ _SINK: ContextVar[ProgressSink | None] = ContextVar("evalduck_progress_sink", de
 
 
 def current_sink() -> ProgressSink | None:
+    """The progress sink the caller installed for this run (None: nothing is drawn)."""
     return _SINK.get()
 
 
@@ -37,7 +38,7 @@ def use_sink(sink: ProgressSink | None) -> Iterator[None]:
 
 
 class RichProgress:
-    """items scored ━━━━━━━━━━ 120/200 0:00:21 0:00:14"""
+    """A rich bar on the terminal: ``items scored ━━━━━━━━━━ 120/200 0:00:21 0:00:14``."""
 
     def __init__(self, console: Console | None = None, label: str = "scoring") -> None:
         self.console = console or Console(stderr=True)

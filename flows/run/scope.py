@@ -1,9 +1,9 @@
 """What one run changes in its process, owned by the run and handed back after it.
 
 - ``heartbeat_settings``: around a flow call, no flow-run heartbeats on a server of evalduck's own;
-- ``run_scope``: around a run's body, Prefect's routine task-run lines filtered (engine/quiet.py), the judge transport (a
-  leased judge child process, or litellm here), the Dask cluster of runner 'dask', and the garbage
-  collector frozen.
+- ``run_scope``: around a run's body, Prefect's routine task-run lines filtered (engine/quiet.py), the garbage
+  collector frozen, and the engine's services made: the judge transport (a leased judge child process, or
+  litellm here) and, for runner 'dask', the dispatch over the run's Dask cluster.
 
 Nothing here happens at import; the environment defaults are ``evalduck.flows.settings.apply_process_defaults``,
 called by the entry points.
@@ -15,13 +15,14 @@ import contextlib
 import gc
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from evalduck.flows.engine import RunPlan
+from evalduck.flows.engine import EngineServices, RunPlan
+from evalduck.flows.engine.plan import Dispatch, ProgressSink
 from evalduck.flows.engine.quiet import quiet_task_run_info
 from evalduck.flows.judge.process import leased_judge_process, litellm_settings_made_in_python
-from evalduck.scorers import JudgeTransport, LiteLLMTransport
+from evalduck.scorers import LiteLLMTransport
 
 __all__ = ("heartbeat_settings", "run_scope", "frozen_gc")
 
@@ -80,31 +81,30 @@ def _uses_child(plan: RunPlan, notes: list[str]) -> bool:
 
 
 @contextlib.contextmanager
-def run_scope(plan: RunPlan, logger: logging.Logger | logging.LoggerAdapter[Any]) -> Iterator[JudgeTransport]:
-    """Around a run's body: its judge transport, with the chatter filter and the frozen GC."""
+def run_scope(plan: RunPlan, logger: logging.Logger | logging.LoggerAdapter[Any], *, sink: ProgressSink | None = None,
+              on_progress: Callable[[int, int], Any] | None = None) -> Iterator[EngineServices]:
+    """Around a run's body: the services ``execute`` gets (its judge transport and dispatch, with the caller's
+    ``sink`` and ``on_progress``), with the chatter filter and the frozen GC."""
     notes: list[str] = []
     use_child = _uses_child(plan, notes)
     for note in notes:
         logger.warning(note)
-        if plan.sink is not None:
-            plan.sink.note(note)
+        if sink is not None:
+            sink.note(note)
     with quiet_task_run_info(), frozen_gc(), \
             leased_judge_process() if use_child else contextlib.nullcontext(LiteLLMTransport()) as transport, \
-            _dispatch(plan):
-        yield transport
+            _dispatch(plan) as dispatch:
+        yield EngineServices(transport=transport, dispatch=dispatch, sink=sink, on_progress=on_progress)
 
 
 @contextlib.contextmanager
-def _dispatch(plan: RunPlan) -> Iterator[None]:
-    """Runner 'dask': the run's Dask cluster (connected, or started and stopped here) on the plan."""
+def _dispatch(plan: RunPlan) -> Iterator[Dispatch | None]:
+    """Runner 'dask': the dispatch over the run's Dask cluster (connected, or started and stopped here);
+    else None, the engine's own (each task awaited on the run's loop)."""
     if plan.options.runner != "dask":
-        yield
+        yield None
         return
     from evalduck.flows.engine.dispatch import dask_dispatch
 
     with dask_dispatch(plan) as dispatch:
-        plan.dispatch = dispatch
-        try:
-            yield
-        finally:
-            plan.dispatch = None
+        yield dispatch

@@ -68,6 +68,8 @@ class _DropWorkerFailures(logging.Filter):
 
 @dataclass
 class ApiWatch:
+    """A run's watch on its Prefect server: whether it was lost, and what was kept off the terminal since."""
+
     api_url: str
     client_settings: Any = None  # the run's Prefect client settings, taken where its temporary settings apply
     lost: threading.Event = field(default_factory=threading.Event)

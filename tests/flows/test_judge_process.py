@@ -128,7 +128,7 @@ def test_the_run_hands_its_transport_to_every_judge_step_and_the_model_target(
     import dataclasses
 
     import evalduck.flows.eval_flow
-    from evalduck.flows.engine import RunPlan, execute
+    from evalduck.flows.engine import EngineServices, Executed, RunPlan, execute
 
     chosen: list[JudgeTransport] = []
     labels: list[str] = []
@@ -141,9 +141,9 @@ def test_the_run_hands_its_transport_to_every_judge_step_and_the_model_target(
             labels.append(args[3])
             return await self.inner.request(*args)
 
-    async def recording_execute(plan: RunPlan) -> None:
-        chosen.append(plan.transport)
-        await execute(dataclasses.replace(plan, transport=Recording(plan.transport)))
+    async def recording_execute(plan: RunPlan, services: EngineServices) -> Executed:
+        chosen.append(services.transport)
+        return await execute(plan, dataclasses.replace(services, transport=Recording(services.transport)))
 
     monkeypatch.setattr(evalduck.flows.eval_flow, "execute", recording_execute)
     items = [{k: v for k, v in r.items() if k != "output"} for r in rows(2)]
