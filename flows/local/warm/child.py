@@ -42,6 +42,7 @@ _client: socket.socket | None = None
 
 
 def die_with_starter() -> None:
+    """Ask the kernel to kill this child when the starter dies, so no run outlives the process that owns it."""
     parent = os.getppid()
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the starter died before the line above
@@ -51,7 +52,7 @@ def die_with_starter() -> None:
 def _take_over(message: dict[str, Any], fds: list[int]) -> None:
     """The client's standard streams, working directory, environment and ignored signals (its umask, nice
     value and limits the starter's fork applied already: caller.apply_process)."""
-    for target, fd in zip((0, 1, 2), fds):
+    for target, fd in zip((0, 1, 2), fds, strict=True):
         if fd != target:
             os.dup2(fd, target)
             os.close(fd)
@@ -89,6 +90,7 @@ def _take_signals(ignored: set[int]) -> None:
 def become_run(
     message: dict[str, Any], fds: list[int], starter_socket: str, client: socket.socket | None = None
 ) -> NoReturn:
+    """Turn this forked child into the client's run (its streams, environment, argv) and exit with its code."""
     global _starter_socket, _client
     die_with_starter()
     try:
