@@ -26,7 +26,8 @@ __all__ = ("_consoles", "_store", "_num", "_when")
 
 class _Consoles:
     """Consoles made at first use, so they write to the sys.stdout/stderr of the moment (tests swap them),
-    as wide as flows/report/fit.py's `console_width` says."""
+    tables as wide as flows/report/fit.py's `console_width` says; messages on stderr one line each, as every
+    command's (a pipe or a log keeps them whole for grep, whatever the length of a path in them)."""
 
     @property
     def out(self) -> Console:
@@ -34,7 +35,7 @@ class _Consoles:
 
     @property
     def err(self) -> Console:
-        return Console(stderr=True, width=console_width(sys.stderr))
+        return Console(stderr=True, soft_wrap=True)
 
 
 _consoles = _Consoles()
