@@ -9,11 +9,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from evalduck.flows.run_form import ADVANCED, shape_run_form
+from evalduck.flows.run_form import ADVANCED, plain_optionals, shape_run_form
 from evalduck.scorers import PREBUILT, ConfigError, describe_validation, did_you_mean
 
 __all__ = ("EvalConfig", "RunOptions", "bind_options", "ScorerSpec", "SCORER_IDS", "SCORER_ID_HELP", "is_import_path",
-           "DEFAULT_SCORERS", "DEMO_CONFIG")
+           "DEFAULT_SCORERS", "DEMO_CONFIG", "MAX_JUDGE_SAMPLES")
 
 SCORER_IDS: tuple[str, ...] = tuple(PREBUILT)
 # SCORERS.md 0.6: the default set stays the three seeds.
@@ -21,6 +21,10 @@ DEFAULT_SCORERS: tuple[str, ...] = ("answer-relevancy-scorer", "tone-scorer", "t
 # The one wording of what a scorer id may be: the UI form's help, the CLI's --scorer help, the error.
 SCORER_ID_HELP = (f"A prebuilt scorer id ({', '.join(SCORER_IDS)}) or an import path 'module:attribute' to a Scorer "
                   "or to a factory called with the options (e.g. mypkg.evals:strict_tone).")
+
+
+# The most samples a cell may be judged: past it the cost grows with no use (docs/judges.md).
+MAX_JUDGE_SAMPLES = 20
 
 
 def is_import_path(value: str) -> bool:
@@ -31,10 +35,14 @@ def is_import_path(value: str) -> bool:
 class ScorerSpec(BaseModel):
     """A scorer by prebuilt id or import path, with its options (e.g. ``{"uncertainty_weight": 0.5}``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=lambda schema, _cls: plain_optionals(schema))
 
     id: str = Field(description="A prebuilt scorer id (listed under Scorers) or an import path 'module:attribute'.")
     options: dict[str, Any] = Field(default_factory=dict, description="The scorer's options (see its factory).")
+    samples: int | None = Field(
+        default=None, ge=1, le=MAX_JUDGE_SAMPLES, description="Times this judge scorer judges each cell (empty: "
+        "the run's judge_samples).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -79,6 +87,16 @@ class RunOptions(BaseModel):
     )
     judge_timeout_s: float | None = Field(
         default=None, gt=0, description="Seconds one judge request may take (default: each scorer's own, 60).",
+    )
+    judge_samples: int = Field(
+        default=1, ge=1, le=MAX_JUDGE_SAMPLES, description="Times each judge scorer's cell is judged (sample i "
+        "asks with seed i where the provider takes one, and is cached and stored on its own); the cell's score "
+        "aggregates them (judge_aggregate) and the summary shows how much the judge disagrees with itself. "
+        "1: once, as a run without repeats. Code scorers are never repeated. A scorer's own `samples` wins.",
+    )
+    judge_aggregate: Literal["mean", "median", "majority"] = Field(
+        default="mean", description="How a cell's samples make its score: their mean, their median, or the "
+        "majority verdict (the most frequent score; a tie, the median of the tied ones) for verdict-style scorers.",
     )
     concurrency: int = Field(default=8, ge=1, le=256, description="Items in flight at once.")
     judge_rpm: float | None = Field(

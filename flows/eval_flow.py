@@ -208,6 +208,8 @@ def _run_evals(  # noqa: D417 - the run options are documented once, as RunOptio
     judge_model: str | None = None,
     judge_api_base: str | None = None,
     judge_rpm: float | None = None,
+    judge_samples: int | None = None,
+    judge_aggregate: str | None = None,
     target_system_prompt: str | None = None,
     target_api_base: str | None = None,
     target_timeout_s: float | None = None,

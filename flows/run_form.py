@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ("ADVANCED", "FORM_FIELDS", "shape_run_form")
+__all__ = ("ADVANCED", "FORM_FIELDS", "plain_optionals", "shape_run_form")
 
 # The fields a person fills in, in this order; every other property goes in ADVANCED.
 FORM_FIELDS: tuple[str, ...] = ("dataset", "scorers", "target", "judge_model", "name")
@@ -55,6 +55,11 @@ def _advanced(properties: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def _positioned(properties: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each property with its ``position`` (the form's order; a server on PostgreSQL reorders JSON keys)."""
     return {key: {**prop, "position": i} for i, (key, prop) in enumerate(properties.items())}
+
+
+def plain_optionals(schema: dict[str, Any]) -> None:
+    """A nested model's ``X | None = None`` properties as X alone, as the form's own (a scorer's ``samples``)."""
+    schema["properties"] = {key: _without_null(prop) for key, prop in schema["properties"].items()}
 
 
 def shape_run_form(schema: dict[str, Any]) -> None:

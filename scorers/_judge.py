@@ -47,6 +47,10 @@ class JudgeSettings(BaseModel):
     timeout: float = Field(default=60.0, gt=0, description="Seconds per request.")
     api_base: str | None = Field(default=None, description="e.g. a local OpenAI-compatible server's /v1 URL.")
     max_tokens: int | None = Field(default=None, gt=0)
+    seed: int | None = Field(
+        default=None, ge=0, description="Generation seed, sent where the provider takes one (litellm's supported "
+        "params); repeated judging (a run's judge_samples) sets sample i's to this plus i.",
+    )
     retries: int = Field(default=3, ge=0, le=20, description="Standalone run: retries of transient errors.")
     extra: dict[str, Any] = Field(default_factory=dict, description="More litellm.acompletion keywords.")
 
@@ -92,12 +96,23 @@ class JudgeSettings(BaseModel):
 
     def key_fields(self) -> dict[str, Any]:
         """What can change an answer: the model and generation settings (see _cache_key exclusions)."""
-        return {
+        fields = {
             "model": self.model,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "extra": without_excluded(self.extra),
         }
+        if self.seed is not None:  # only when set: keys made before the field existed stay the same
+            fields["seed"] = self.seed
+        return fields
+
+    def sampled(self, sample: int) -> JudgeSettings:
+        """The settings of repeated judging's sample ``sample``: sample 0 is these settings unchanged (so one
+        sample asks and keys exactly as a run without repeats), sample i > 0 has the seed ``seed + i``, so
+        its requests and cache key are its own."""
+        if sample == 0:
+            return self
+        return self.model_copy(update={"seed": (self.seed or 0) + sample})
 
     def public_dict(self) -> dict[str, Any]:
         """JSON-able settings without secrets, for storing with a run's configuration."""

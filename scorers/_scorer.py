@@ -41,12 +41,27 @@ class Scorer:
     steps: tuple[Step, ...]
     options: Mapping[str, Any] = field(default_factory=dict)
     judge: JudgeSettings | None = None
+    # How many times an orchestrator judges each cell (evalduck's runs: None takes the run's judge_samples);
+    # ``run``/``arun`` judge once.
+    samples: int | None = None
 
     def with_source(self) -> Scorer:
         """This scorer with each step's code digest taken now (``Step.with_source``): what a run keys on."""
         steps = tuple(s.with_source() for s in self.steps)
         unchanged = all(a is b for a, b in zip(steps, self.steps, strict=True))
         return self if unchanged else dataclasses.replace(self, steps=steps)
+
+    @property
+    def is_judge(self) -> bool:
+        """True when a step may call an LLM: only such a scorer is ever judged more than once."""
+        return any(s.is_judge for s in self.steps)
+
+    def sampled(self, sample: int) -> Scorer:
+        """This scorer as repeated judging's sample ``sample`` runs it: each judge step with that sample's seed
+        (``Step.sampled``); sample 0 is this scorer."""
+        if sample == 0 or not self.is_judge:
+            return self
+        return dataclasses.replace(self, steps=tuple(s.sampled(sample) for s in self.steps))
 
     def step(self, name: str) -> Step:
         """The step called ``name``."""

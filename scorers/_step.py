@@ -159,6 +159,13 @@ class Step:
         found = self.source()
         return self if found is None else dataclasses.replace(self, code=found.digest)
 
+    def sampled(self, sample: int) -> Step:
+        """This step as repeated judging's sample ``sample`` asks (``JudgeSettings.sampled``); a code step is
+        deterministic and stays itself."""
+        if self.judge is None or sample == 0:
+            return self
+        return dataclasses.replace(self, judge=self.judge.sampled(sample))
+
     def key_components(self, ctx: StepContext) -> dict[str, Any]:
         """The named components of this step's cache key (see ``cache_key``)."""
         earlier = STEP_ORDER[: STEP_ORDER.index(self.name)]

@@ -9,6 +9,7 @@ its own retries and the OpenAI SDK's are switched off: every request a server se
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from collections.abc import Mapping
@@ -100,6 +101,8 @@ class LiteLLMTransport:
             kwargs["max_tokens"] = settings.max_tokens
         if response_format is not None:
             kwargs["response_format"] = response_format
+        if settings.seed is not None and takes_seed(settings.model):
+            kwargs["seed"] = settings.seed
         started = time.perf_counter()
         failure: JudgeError | None = None
         try:
@@ -125,6 +128,20 @@ class LiteLLMTransport:
         choices = getattr(response, "choices", None) or [None]
         content = getattr(getattr(choices[0], "message", None), "content", None)
         return content, record
+
+
+@functools.lru_cache(maxsize=64)
+def takes_seed(model: str) -> bool:
+    """Whether litellm sends a ``seed`` to this model's provider (OpenAI and most compatible servers do;
+    Anthropic, for one, does not, and a seed there would be refused). Unknown providers: no seed."""
+    import litellm
+
+    try:
+        name, provider, _, _ = litellm.get_llm_provider(model)
+        params = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
+    except Exception:  # noqa: BLE001 - a model litellm cannot place gets no seed; the request itself says why
+        return False
+    return bool(params) and "seed" in params
 
 
 _DEFAULT = LiteLLMTransport()

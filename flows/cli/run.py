@@ -29,7 +29,7 @@ from evalduck.flows.cli.run_stops import (
     stop_disk,
     stop_locked,
 )
-from evalduck.flows.config import DEFAULT_SCORERS, SCORER_ID_HELP
+from evalduck.flows.config import DEFAULT_SCORERS, MAX_JUDGE_SAMPLES, SCORER_ID_HELP
 from evalduck.flows.report.fit import console_width
 from evalduck.flows.report.summary import print_result
 from evalduck.flows.report.text import literal
@@ -127,6 +127,14 @@ def run(
     judge_timeout: Annotated[
         Optional[float], typer.Option(help="Seconds one judge request may take [default: each scorer's own, 60].")
     ] = None,
+    judge_samples: Annotated[
+        int, typer.Option(min=1, max=MAX_JUDGE_SAMPLES, help="Times each judge scorer's cell is judged (its own "
+                          "seed, cache key and stored row each); the summary then shows the judge's noise.")
+    ] = 1,
+    judge_aggregate: Annotated[
+        str, typer.Option(help="How a cell's samples make its score: mean, median or majority (the most frequent "
+                          "verdict).")
+    ] = "mean",
     concurrency: Annotated[int, typer.Option(min=1, max=256, help="Items in flight at once.")] = 8,
     name: Annotated[Optional[str], typer.Option(help="Run name; compared with the previous run of that name.")] = None,
     resume: Annotated[

@@ -17,6 +17,7 @@ from evalduck.flows.report.gate import direction_note
 from evalduck.flows.report.html import sparkline, trend_by_scorer
 from evalduck.flows.report.html.reader import store_records
 from evalduck.flows.report.measures import scorer_descriptions
+from evalduck.flows.report.noise import noise_by_scorer, noise_fields, noise_table
 from evalduck.flows.report.summary import measures_table
 from evalduck.flows.report.text import literal
 
@@ -77,6 +78,9 @@ def show(
             _num(s["stddev_score"]), _num(s["min_score"]), _num(s["max_score"]), _num(s["cost"], 4),
         )
     out.print(fit(out, table, drop=("version", "judge", "cost", "stddev", "min", "max")))
+    noise = noise_table({k: noise_fields(v) for k, v in noise_by_scorer(summary.samples).items()})
+    if noise is not None:
+        out.print(fit(out, noise))
     if summary.scorers:
         out.print(fit(out, measures_table([(s["scorer_id"], s.get("higher_is_better") is not False)
                                            for s in summary.scorers], scorer_descriptions(r.config))))

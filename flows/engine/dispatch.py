@@ -112,7 +112,8 @@ class DaskDispatch:
     def judge_job(self, step: Step, ctx: StepContext, limiter: RateLimiter) -> Job:
         from evalduck.flows.engine.portable import RemoteJudgeStep
 
-        return Job(RemoteJudgeStep(self.portable[step.scorer_id], step.name, ctx), limiter)
+        seed = step.judge.seed if step.judge is not None else None
+        return Job(RemoteJudgeStep(self.portable[step.scorer_id], step.name, ctx, seed), limiter)
 
     def code_job(self, step: Step, contexts: list[StepContext]) -> Job:
         from evalduck.flows.engine.portable import RemoteCodeStep

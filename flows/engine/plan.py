@@ -99,6 +99,13 @@ class RunPlan:
     def wanted(self, item_id: str, scorer_id: str) -> bool:
         return self.todo is None or (item_id, scorer_id) in self.todo
 
+    def samples(self, scorer: Scorer) -> int:
+        """How many times ``scorer`` judges each cell: its own ``samples``, else the run's ``judge_samples``;
+        a code scorer once (it is deterministic)."""
+        if not scorer.is_judge:
+            return 1
+        return scorer.samples or self.options.judge_samples
+
 
 @dataclass(frozen=True)
 class EngineServices:

@@ -25,6 +25,7 @@ built from it once per worker; each task run carries only what is its own.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import threading
@@ -169,9 +170,12 @@ class RemoteJudgeStep:
     scorer: PortableScorer
     step_name: str
     ctx: StepContext
+    seed: int | None = None  # the flow's step's judge seed: a sample of repeated judging has its own
 
     async def __call__(self) -> StepOutput:
         step = self.scorer.step(self.step_name)
+        if step.judge is not None and step.judge.seed != self.seed:
+            step = dataclasses.replace(step, judge=step.judge.model_copy(update={"seed": self.seed}))
         return await step.arun(self.ctx, transport=worker_loop().transport)  # type: ignore[no-any-return]
 
 

@@ -29,8 +29,9 @@ from evalduck.flows.engine.plan import (
     RunPlan,
     StoreWriteError,
 )
+from evalduck.flows.engine.samples import sampled_cell
 from evalduck.flows.engine.steps import StepFailed, StepRunner
-from evalduck.flows.store import ResultWriter, ScoreRow
+from evalduck.flows.store import ResultWriter, SampleRow, ScoreRow
 from evalduck.scorers import PipelineState, Scorer, walk_steps
 
 __all__ = ("Run",)
@@ -56,10 +57,11 @@ class Run:
 
     # ---- cells -----------------------------------------------------------------------------------
 
-    def _write(self, items: Sequence[dict[str, Any]] = (), scores: Sequence[ScoreRow] = ()) -> None:
+    def _write(self, items: Sequence[dict[str, Any]] = (), scores: Sequence[ScoreRow] = (),
+               samples: Sequence[SampleRow] = ()) -> None:
         """Queue rows for the store (returns at once); a failed earlier write surfaces here."""
         try:
-            self.writer.add(items=items, scores=scores)
+            self.writer.add(items=items, scores=scores, samples=samples)
         except Exception as exc:
             raise self._write_failed(exc) from exc
 
@@ -67,8 +69,8 @@ class Run:
         return StoreWriteError(f"run {self.plan.run_id}: writing results to {self.plan.store.path} failed "
                                f"(what was written before stays): {type(exc).__name__}: {exc}")
 
-    def _finish_cell(self, state: ItemState, row: ScoreRow) -> None:
-        self._write(scores=[row])
+    def _finish_cell(self, state: ItemState, row: ScoreRow, samples: Sequence[SampleRow] = ()) -> None:
+        self._write(scores=[row], samples=samples)
         state.rows[row.scorer_id] = row
         if row.status == "error" and self.plan.options.fail_fast:
             raise FailFast(f"item {row.item_id!r}, scorer {row.scorer_id!r}: {row.error}")
@@ -133,14 +135,22 @@ class Run:
                 if self.code_scorers:
                     self.chunks.put(state)  # code-only scorers need only the output
             wanted = [s for s in self.judge_scorers if plan.wanted(state.item.item_id, s.id)]
-            rows = await asyncio.gather(*(self._judge_cell(s, state) for s in wanted))
-            for row in rows:
-                self._finish_cell(state, row)
+            cells = await asyncio.gather(*(self._judge_cell(s, state) for s in wanted))
+            for row, samples in cells:
+                self._finish_cell(state, row, samples)
 
-    async def _judge_cell(self, scorer: Scorer, state: ItemState) -> ScoreRow:
+    async def _judge_cell(self, scorer: Scorer, state: ItemState) -> tuple[ScoreRow, list[SampleRow]]:
+        """The cell, judged once, or ``judge_samples`` times side by side (its samples' rows with it)."""
+        k = self.plan.samples(scorer)
+        if k == 1:
+            return await self._judge_sample(scorer, state, 0), []
+        rows = await asyncio.gather(*(self._judge_sample(scorer.sampled(i), state, i) for i in range(k)))
+        return sampled_cell(rows, self.plan.options.judge_aggregate)
+
+    async def _judge_sample(self, scorer: Scorer, state: ItemState, sample: int) -> ScoreRow:
         spent: list[Mapping[str, Any]] = []
         (pipeline,) = self._pipelines(scorer, [state])
-        await walk_steps([pipeline], self.steps.for_item(state.item, spent))
+        await walk_steps([pipeline], self.steps.for_item(state.item, spent, sample))
         return cell_row(self.plan.run_id, pipeline, state.item.item_id, spent)
 
     # ---- code-only scorers over chunks -------------------------------------------------------------

@@ -85,9 +85,10 @@ class StepRunner:
         self.ledger.target(target).note(item.item_id, key, state.name == "Cached", lambda: target_parts(target, item))
         return (await state.aresult())["output"]
 
-    def for_item(self, item: DatasetItem, spent: list[Mapping[str, Any]]) -> RunStep:
+    def for_item(self, item: DatasetItem, spent: list[Mapping[str, Any]], sample: int = 0) -> RunStep:
         """One item's judge scorer: judge steps as tasks, code steps through their micro-batcher. The
-        usage of requests actually made (not cached) is added to ``spent``."""
+        usage of requests actually made (not cached) is added to ``spent``. The cache record (--explain-cache)
+        follows sample 0 of repeated judging, the sample a run without repeats has."""
 
         async def run_step(step: Step, contexts: list[StepContext]) -> list[StepOutput | BaseException]:
             ctx = contexts[0]
@@ -105,7 +106,9 @@ class StepRunner:
                 self._stop_if_misconfigured(step.label, exc)
                 return [StepFailed(error_text(step.label, exc))]
             result = await state.aresult()
-            self.ledger.step(step).note(item.item_id, key, state.name == "Cached", lambda: self.ledger.parts(step, ctx))
+            if sample == 0:
+                self.ledger.step(step).note(item.item_id, key, state.name == "Cached",
+                                            lambda: self.ledger.parts(step, ctx))
             if NOT_SCORABLE in result:
                 return [NotScorable(result[NOT_SCORABLE])]
             out = StepOutput.model_validate(result)

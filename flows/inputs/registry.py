@@ -9,6 +9,7 @@ box and still tells the user what they are missing.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -137,7 +138,8 @@ def build_scorers(
             for name, value in (("model", model), ("api_base", judge_api_base), ("timeout", judge_timeout)):
                 if value and not _given(options, name):
                     options[name] = value
-        built.append(source.build(options))
+        scorer = source.build(options)
+        built.append(dataclasses.replace(scorer, samples=spec.samples) if spec.samples else scorer)
     ids = [s.id for s in built] + [s.scorer_id for s in skipped]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:

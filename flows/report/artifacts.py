@@ -24,6 +24,7 @@ from prefect.artifacts import (
 )
 
 from evalduck.flows.report.gate import direction_note
+from evalduck.flows.report.noise import JudgeNoise, noise_fields
 from evalduck.flows.report.text import md_code, md_text
 
 __all__ = ("artifact_key", "ProgressArtifact", "summary_rows", "summary_table", "summary_description",
@@ -80,10 +81,14 @@ def _num(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def summary_rows(per_scorer: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def summary_rows(per_scorer: Sequence[Mapping[str, Any]],
+                 noise: Mapping[str, JudgeNoise] | None = None) -> list[dict[str, Any]]:
     """One row per scorer: its direction, mean over scored cells, counts (skipped cells apart: not scorable or
-    no judge), judge tokens and cost (spent by this run). Exact values: they are ``EvalResult``'s data;
-    rounding belongs to what shows them as text (``summary_table``, the CLI's table)."""
+    no judge), judge tokens and cost (spent by this run), and with repeated judging the judge's noise
+    (flows/report/noise.py; every row has those keys then, a table's columns being the same for each).
+    Exact values: they are ``EvalResult``'s data; rounding belongs to what shows them as text
+    (``summary_table``, the CLI's table)."""
+    blank = dict.fromkeys(noise_fields(next(iter(noise.values()))), None) if noise else {}
     rows = []
     for s in per_scorer:
         tokens = (s.get("prompt_tokens") or 0) + (s.get("completion_tokens") or 0)
@@ -96,6 +101,7 @@ def summary_rows(per_scorer: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
             "skipped": int(s.get("n_skipped") or 0),
             "judge_tokens": int(tokens),
             "judge_cost_usd": _num(s.get("cost")),
+            **blank, **noise_fields((noise or {}).get(s["scorer_id"])),
         })
     return rows
 
@@ -106,7 +112,18 @@ def summary_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     def shown(value: Any, digits: int) -> float | None:
         return None if value is None else round(float(value), digits)
 
-    return [{**r, "mean": shown(r["mean"], 3), "judge_cost_usd": shown(r["judge_cost_usd"], 6)} for r in rows]
+    return [{**r, "mean": shown(r["mean"], 3), "judge_cost_usd": shown(r["judge_cost_usd"], 6),
+             **{k: _shown_noise(v) for k, v in r.items() if k.startswith("judge_") and k not in _USAGE}} for r in rows]
+
+
+_USAGE = ("judge_tokens", "judge_cost_usd")
+
+
+def _shown_noise(value: Any) -> Any:
+    """A noise figure to 3 decimals, its interval as text ("0.120–0.310")."""
+    if isinstance(value, (tuple, list)):
+        return f"{value[0]:.3f}–{value[1]:.3f}"
+    return None if value is None else round(float(value), 3)
 
 
 def summary_description(run_id: str, n_items: int, report: Path | None, trend_uri: str | None, name: str | None,

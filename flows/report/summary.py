@@ -15,6 +15,7 @@ from evalduck.flows.prefect_settings import ui_url_for
 from evalduck.flows.report.fit import fit
 from evalduck.flows.report.gate import direction_note
 from evalduck.flows.report.measures import measures_line
+from evalduck.flows.report.noise import noise_table
 from evalduck.flows.report.text import literal, shell_word
 
 __all__ = ("print_result", "summary_table")
@@ -78,6 +79,9 @@ def print_result(out: Console, err: Console, result: Any, api_url: str | None, l
     """The summary table, what each scorer measures, the cache's table and where to look next; ``lasting``:
     the server outlives this process, so a link to the flow run is worth printing."""
     out.print(summary_table(result, out))
+    noise = noise_table(result.summary["scorers"])
+    if noise is not None:
+        out.print(fit(out, noise))
     if result.summary["scorers"]:
         out.print(fit(out, _measures(result)))
     if result.cache is not None:

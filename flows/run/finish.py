@@ -22,6 +22,7 @@ from evalduck.flows.report.artifacts import (
     summary_table,
 )
 from evalduck.flows.report.html import WrittenReport
+from evalduck.flows.report.noise import noise_by_scorer
 from evalduck.flows.run.prepare import Prepared
 
 logger = logging.getLogger("evalduck.report")
@@ -99,7 +100,8 @@ async def publish_report(prepared: Prepared) -> Report:
         # not need: the run's end waits for the longer of the two, not for both (docs/benchmarks.md).
         page = asyncio.ensure_future(asyncio.to_thread(_html_report, prepared)) if plan.options.report else None
         try:
-            rows = summary_rows((await asyncio.to_thread(plan.store.run_summary, plan.run_id)).scorers)
+            summary = await asyncio.to_thread(plan.store.run_summary, plan.run_id)
+            rows = summary_rows(summary.scorers, noise_by_scorer(summary.samples))
             comparison = await asyncio.to_thread(plan.store.compare, previous, plan.run_id) if previous else None
             trend = await asyncio.to_thread(_trend_chart, prepared)
             if comparison is not None and previous is not None:

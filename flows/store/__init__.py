@@ -13,7 +13,7 @@ from evalduck.flows.store.errors import (
     UnknownRunError,
 )
 from evalduck.flows.store.ids import item_id, item_ids
-from evalduck.flows.store.models import QueryResult, RunRecord, ScoreRow, ScoreStatus
+from evalduck.flows.store.models import QueryResult, RunRecord, SampleRow, ScoreRow, ScoreStatus
 from evalduck.flows.store.resume import DatasetMismatchError, check_resume_dataset
 from evalduck.flows.store.schema import SCHEMA_VERSION
 from evalduck.flows.store.store import RUN_STATUSES, RunSummary, Store, default_db_path
@@ -23,6 +23,7 @@ __all__ = (
     "Store",
     "ResultWriter",
     "ScoreRow",
+    "SampleRow",
     "ScoreStatus",
     "RunRecord",
     "RunSummary",

@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ("ScoreRow", "ScoreStatus", "RunRecord", "QueryResult", "SCORE_COLUMNS", "JSON_SCORE_COLUMNS")
+__all__ = ("ScoreRow", "SampleRow", "ScoreStatus", "RunRecord", "QueryResult", "SCORE_COLUMNS", "SAMPLE_COLUMNS",
+           "JSON_SCORE_COLUMNS")
 
 ScoreStatus = Literal["scored", "error", "skipped"]
 
@@ -38,6 +39,10 @@ class ScoreRow(BaseModel):
     cost: float | None = None
     latency_s: float | None = None
     created_at: datetime = Field(default_factory=_utcnow)
+    # Repeated judging (a run's judge_samples > 1): how many samples the cell had and their standard
+    # deviation; each sample is a SampleRow. None for a cell judged once.
+    samples: int | None = None
+    score_sd: float | None = None
 
     @model_validator(mode="after")
     def _score_only_when_scored(self) -> ScoreRow:
@@ -51,7 +56,31 @@ class ScoreRow(BaseModel):
         return self
 
 
+class SampleRow(BaseModel):
+    """One sample of a cell judged several times (``score_samples``): the cell's row in ``scores`` holds
+    their aggregate; these hold what each sample said, to measure the judge's agreement with itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    item_id: str
+    scorer_id: str
+    sample: int = Field(ge=0)
+    status: ScoreStatus
+    score: float | None = None
+    reason: str | None = None
+    error: str | None = None
+    analyze_step_result: Any = None
+    judge_model: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost: float | None = None
+    latency_s: float | None = None
+    created_at: datetime = Field(default_factory=_utcnow)
+
+
 SCORE_COLUMNS: tuple[str, ...] = tuple(ScoreRow.model_fields)
+SAMPLE_COLUMNS: tuple[str, ...] = tuple(SampleRow.model_fields)
 JSON_SCORE_COLUMNS: frozenset[str] = frozenset({"preprocess_step_result", "analyze_step_result", "prompts"})
 
 

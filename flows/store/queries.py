@@ -25,6 +25,8 @@ class RunSummary(BaseModel):
 
     run: RunRecord
     scorers: list[dict[str, Any]]
+    # Per scorer judged several times a cell (judge_samples), each cell's scored samples' scores.
+    samples: dict[str, list[list[float]]] = {}
 
 
 def records(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -96,7 +98,16 @@ def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> RunRecord:
 def run_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> RunSummary:
     """The run (by id) and its per-scorer summary rows."""
     scorers = records(con.execute("SELECT * FROM run_scorer_summary WHERE run_id = ? ORDER BY scorer_id", [run_id]))
-    return RunSummary(run=run_record(con, run_id), scorers=scorers)
+    samples: dict[str, list[list[float]]] = {}
+    for scorer_id, scores in con.execute(_SAMPLES, [run_id]).fetchall():
+        samples.setdefault(scorer_id, []).append(scores)
+    return RunSummary(run=run_record(con, run_id), scorers=scorers, samples=samples)
+
+
+_SAMPLES = """
+    SELECT scorer_id, list(score ORDER BY sample) FROM score_samples
+    WHERE run_id = ? AND status = 'scored' GROUP BY scorer_id, item_id ORDER BY scorer_id, item_id
+"""
 
 
 _WORST_ITEMS = """

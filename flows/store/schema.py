@@ -97,7 +97,31 @@ CREATE TABLE run_scorers (
 INSERT INTO run_scorers SELECT DISTINCT run_id, scorer_id, true FROM scores ORDER BY run_id, scorer_id;
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+# v5: repeated judging. Per cell, how many samples judged it and their standard deviation (NULL for a cell
+# judged once, as every cell before v5); per sample, what it said (`score_samples`), for the judge's noise.
+_V5 = """
+ALTER TABLE scores ADD COLUMN samples INTEGER;
+ALTER TABLE scores ADD COLUMN score_sd DOUBLE;
+CREATE TABLE score_samples (
+    run_id VARCHAR NOT NULL,
+    item_id VARCHAR NOT NULL,
+    scorer_id VARCHAR NOT NULL,
+    sample INTEGER NOT NULL,
+    status VARCHAR NOT NULL,
+    score DOUBLE,
+    reason VARCHAR,
+    error VARCHAR,
+    analyze_step_result JSON,
+    judge_model VARCHAR,
+    prompt_tokens BIGINT,
+    completion_tokens BIGINT,
+    cost DOUBLE,
+    latency_s DOUBLE,
+    created_at TIMESTAMPTZ NOT NULL
+);
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

@@ -22,13 +22,13 @@ from evalduck.flows.store import lake, queries
 from evalduck.flows.store.connection import connect, held, transaction
 from evalduck.flows.store.errors import StoreDiskError, StoreError, disk_refusal, write_refused
 from evalduck.flows.store.liveness import gone_writers, mark_interrupted_runs, this_writer
-from evalduck.flows.store.models import SCORE_COLUMNS, QueryResult, RunRecord, ScoreRow
+from evalduck.flows.store.models import SAMPLE_COLUMNS, SCORE_COLUMNS, QueryResult, RunRecord, SampleRow, ScoreRow
 from evalduck.flows.store.queries import RunSummary
 from evalduck.flows.store.redact import redact_urls
 from evalduck.flows.store.runs import RUN_STATUSES, check_status, evalduck_version, record_start, set_status
 from evalduck.flows.store.schema import check_readable, migrate
 from evalduck.flows.store.target import StoreTarget, parse_target
-from evalduck.flows.store.upsert import ITEM_COLUMNS, item_tuples, score_tuples, to_json, upsert
+from evalduck.flows.store.upsert import ITEM_COLUMNS, item_tuples, sample_tuples, score_tuples, to_json, upsert
 
 __all__ = ("Store", "RunSummary", "default_db_path", "RUN_STATUSES")
 
@@ -210,6 +210,7 @@ class Store:
         items: Sequence[Mapping[str, Any]] = (),
         scores: Sequence[ScoreRow | Mapping[str, Any]] = (),
         status: str | None = None,
+        samples: Sequence[SampleRow] = (),
     ) -> tuple[int, int]:
         """Upsert items and score cells in one connection and one transaction: half the cost of two calls.
 
@@ -218,15 +219,16 @@ class Store:
         whole or not at all.
         """
         item_rows = item_tuples(run_id, items)
-        score_rows = score_tuples(run_id, scores)
+        score_rows, sample_rows = score_tuples(run_id, scores), sample_tuples(run_id, samples)
         if status is not None:
             check_status(status)
-        elif not item_rows and not score_rows:
+        elif not item_rows and not score_rows and not sample_rows:
             return 0, 0
 
         def body(con: duckdb.DuckDBPyConnection) -> None:
             upsert(con, "items", ITEM_COLUMNS, ("item_id",), run_id, item_rows)
             upsert(con, "scores", SCORE_COLUMNS, ("item_id", "scorer_id"), run_id, score_rows)
+            upsert(con, "score_samples", SAMPLE_COLUMNS, ("item_id", "scorer_id", "sample"), run_id, sample_rows)
             if status is not None:
                 set_status(con, run_id, status, self.path)
 

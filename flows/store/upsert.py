@@ -15,9 +15,9 @@ from typing import Any
 import duckdb
 
 from evalduck.flows.store.ids import item_id as compute_item_id
-from evalduck.flows.store.models import JSON_SCORE_COLUMNS, SCORE_COLUMNS, ScoreRow
+from evalduck.flows.store.models import JSON_SCORE_COLUMNS, SAMPLE_COLUMNS, SCORE_COLUMNS, SampleRow, ScoreRow
 
-__all__ = ("ITEM_COLUMNS", "RUN_SCORER_COLUMNS", "item_tuples", "score_tuples", "upsert", "replace_run_rows", "to_json",
+__all__ = ("ITEM_COLUMNS", "RUN_SCORER_COLUMNS", "item_tuples", "score_tuples", "sample_tuples", "upsert", "replace_run_rows", "to_json",
            "utcnow")
 
 ITEM_COLUMNS = ("run_id", "item_id", "input", "output", "ground_truth", "request_context", "metadata", "context",
@@ -68,6 +68,18 @@ def score_tuples(run_id: str, rows: Sequence[ScoreRow | Mapping[str, Any]]) -> l
             to_json(fields[col]) if col in JSON_SCORE_COLUMNS else fields[col] for col in SCORE_COLUMNS
         )
     return list(cells.values())
+
+
+def sample_tuples(run_id: str, rows: Sequence[SampleRow]) -> list[tuple[Any, ...]]:
+    """The ``score_samples`` rows to upsert, one per (item, scorer, sample) (the last wins)."""
+    samples: dict[tuple[str, str, int], tuple[Any, ...]] = {}
+    for row in rows:
+        if row.run_id != run_id:
+            raise ValueError(f"write_batch({run_id!r}): sample of item {row.item_id!r} has run_id {row.run_id!r}")
+        fields = row.__dict__
+        samples[(row.item_id, row.scorer_id, row.sample)] = tuple(
+            to_json(fields[col]) if col in JSON_SCORE_COLUMNS else fields[col] for col in SAMPLE_COLUMNS)
+    return list(samples.values())
 
 
 def upsert(

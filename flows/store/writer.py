@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from evalduck.flows.store.errors import StoreDiskError, StoreLockedError
-from evalduck.flows.store.models import ScoreRow
+from evalduck.flows.store.models import SampleRow, ScoreRow
 from evalduck.flows.store.store import Store
 
 __all__ = ("ResultWriter",)
@@ -45,6 +45,7 @@ class ResultWriter:
         self.batches_written = 0
         self._items: list[Mapping[str, Any]] = []
         self._scores: list[ScoreRow | Mapping[str, Any]] = []
+        self._samples: list[SampleRow] = []
         self._status: str | None = None  # the run's final status, written with the last batch
         self._added = 0
         self._written = 0
@@ -56,17 +57,19 @@ class ResultWriter:
         self._thread.start()
 
     def add(
-        self, items: Sequence[Mapping[str, Any]] = (), scores: Sequence[ScoreRow | Mapping[str, Any]] = ()
+        self, items: Sequence[Mapping[str, Any]] = (), scores: Sequence[ScoreRow | Mapping[str, Any]] = (),
+        samples: Sequence[SampleRow] = (),
     ) -> None:
-        """Queue rows for writing; returns at once."""
+        """Queue rows for writing (a cell's samples with its row: they land in one transaction); returns at once."""
         with self._cond:
             self._raise_pending_error()
             if self._closing:
                 raise RuntimeError(f"ResultWriter for run {self.run_id!r} is closed")
-            if not (items or scores):  # nothing to wait for: a flush after it must not wait for a write
+            if not (items or scores or samples):  # nothing to wait for: a flush after it must not wait for a write
                 return
             self._items.extend(items)
             self._scores.extend(scores)
+            self._samples.extend(samples)
             self._added += 1
             self._cond.notify_all()
 
@@ -108,7 +111,7 @@ class ResultWriter:
         self.close()
 
     def _queued(self) -> bool:
-        return bool(self._items or self._scores or self._status)
+        return bool(self._items or self._scores or self._samples or self._status)
 
     def _raise_pending_error(self) -> None:
         if self._error is not None:
@@ -122,21 +125,22 @@ class ResultWriter:
                 while not self._queued() and not self._closing:
                     self._cond.wait()
                 while (not (self._closing or self._flush_wanted)
-                       and len(self._items) + len(self._scores) < self.batch_rows
+                       and len(self._items) + len(self._scores) + len(self._samples) < self.batch_rows
                        and (wait := next_write - time.monotonic()) > 0):
                     self._cond.wait(wait)
                 if not self._queued() and self._closing:
                     return
-                items, scores, status, upto = self._items, self._scores, self._status, self._added
-                self._items, self._scores, self._status = [], [], None
+                items, scores, samples = self._items, self._scores, self._samples
+                status, upto = self._status, self._added
+                self._items, self._scores, self._samples, self._status = [], [], [], None
             next_write = time.monotonic() + self.interval_s
             try:
-                self.store.write_batch(self.run_id, items=items, scores=scores, status=status)
+                self.store.write_batch(self.run_id, items=items, scores=scores, status=status, samples=samples)
             except BaseException as exc:  # kept for the caller; the rows stay queued
                 if isinstance(exc, (StoreLockedError, StoreDiskError)):
                     exc.run_id = self.run_id
                 with self._cond:
-                    self._items[:0], self._scores[:0] = items, scores
+                    self._items[:0], self._scores[:0], self._samples[:0] = items, scores, samples
                     self._status = self._status or status
                     self._error = exc
                     self._cond.notify_all()

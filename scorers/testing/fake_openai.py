@@ -40,6 +40,7 @@ __all__ = (
     "FAULTS",
     "FakeOpenAIServer",
     "FaultyOpenAIServer",
+    "NoisyOpenAIServer",
     "Reply",
     "default_responder",
     "request_step",
@@ -395,6 +396,50 @@ class FaultyOpenAIServer(FakeOpenAIServer):
         return FAULTS[name]()
 
 
+_FLIPPED = {"yes": "no", "no": "yes"}
+
+
+class NoisyOpenAIServer(FakeOpenAIServer):
+    """The fake judge that disagrees with itself: each yes/no verdict of an answer (a ``result`` or ``verdict``
+    value, anywhere in it) is flipped with probability ``flip_rate``.
+
+    Whether a verdict flips depends only on ``seed``, the request's messages, its generation ``seed`` and the
+    verdict's place in the answer, never on arrival order: the same request is answered the same way every
+    time (a cache hit and a fresh request agree), and repeated judging's samples (which differ by their
+    generation seed) each draw their own flips. ``flipped``/``verdicts`` count what was served.
+    """
+
+    def __init__(self, *, flip_rate: float = 0.2, seed: int = 0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not 0.0 <= flip_rate <= 1.0:
+            raise ValueError(f"flip_rate must be in [0, 1], got {flip_rate}")
+        self.flip_rate, self.seed = flip_rate, seed
+        self.flipped = self.verdicts = 0
+        self._lock = threading.Lock()
+
+    def respond(self, req: Request) -> Reply:
+        key = hashlib.sha256(json.dumps(req.get("messages"), sort_keys=True).encode()).hexdigest()
+        draws = random.Random(f"{self.seed}:{key}:{req.get('seed')}")
+        return Reply.text(self._flip(self.responder(req), draws))
+
+    def _flip(self, value: Any, draws: random.Random) -> Any:
+        if isinstance(value, list):
+            return [self._flip(v, draws) for v in value]
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for k, v in value.items():
+            if k in ("result", "verdict") and isinstance(v, str) and v.lower() in _FLIPPED:
+                flip = draws.random() < self.flip_rate
+                with self._lock:
+                    self.verdicts += 1
+                    self.flipped += flip
+                out[k] = _FLIPPED[v.lower()] if flip else v
+            else:
+                out[k] = self._flip(v, draws)
+        return out
+
+
 def _completion_body(req: Request, content: Any, n: int) -> bytes:
     text = content if isinstance(content, str) else json.dumps(content)
     prompt_chars = sum(len(str(m.get("content", ""))) for m in req.get("messages", []))
@@ -486,8 +531,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Serve a fake OpenAI-compatible judge on 127.0.0.1.")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument("--flip-rate", type=float, default=0.0,
+                        help="flip each yes/no verdict with this probability (seeded, the same per request)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of --flip-rate's draws")
     args = parser.parse_args(argv)
-    server = FakeOpenAIServer(latency=args.latency, port=args.port).start()
+    server = (NoisyOpenAIServer(flip_rate=args.flip_rate, seed=args.seed, latency=args.latency, port=args.port)
+              if args.flip_rate else FakeOpenAIServer(latency=args.latency, port=args.port)).start()
     print(f"fake OpenAI server at {server.base_url} (latency {args.latency}s); Ctrl-C to stop", flush=True)
     try:
         while True:

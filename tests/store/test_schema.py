@@ -54,7 +54,7 @@ def test_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
     _make_file(db_path, V1_FILE)
     store = Store(db_path)
     assert store.migrated_from == 1
-    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(1,), (2,), (3,), (4,)]
+    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(v,) for v in range(1, 6)]
     old = store.sql("SELECT item_id, score, analyze_step_result, judge_model, cost FROM scores "
                     "WHERE run_id = 'old-a' ORDER BY item_id").rows
     assert old == [("i1", 0.25, '{"x": 1}', None, None), ("i2", 0.5, None, None, None)]
@@ -87,7 +87,7 @@ def _old_file(db_path: Path, version: int, sql: str) -> Store:
 def test_version_2_file_gains_the_writer_columns_and_keeps_its_runs(db_path: Path) -> None:
     store = _old_file(db_path, 2, V2_RUN)
     assert store.migrated_from == 2
-    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(1,), (2,), (3,), (4,)]
+    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(v,) for v in range(1, 6)]
     # A run from before v3 has no recorded writer: nobody can tell whether it still runs, so it is left as is.
     assert store.interrupted == []
     assert store.run_record("old-c").status == "running"
@@ -117,7 +117,7 @@ INSERT INTO scores (run_id, item_id, scorer_id, scorer_version, score, status, c
 def test_version_3_file_gains_the_item_fields_and_the_scorer_directions(db_path: Path) -> None:
     store = _old_file(db_path, 3, V3_RUNS)
     assert store.migrated_from == 3
-    assert store.sql("SELECT max(version) FROM schema_version").rows == [(4,)]
+    assert store.sql("SELECT max(version) FROM schema_version").rows == [(SCHEMA_VERSION,)]
     assert store.sql("SELECT run_id, scorer_id, higher_is_better FROM run_scorers ORDER BY run_id").rows == [
         ("a", "tone-scorer", True), ("b", "tone-scorer", True)]
     (row,) = store.compare("a", "b")
@@ -130,6 +130,30 @@ def test_version_3_file_gains_the_item_fields_and_the_scorer_directions(db_path:
         ('["p1", "p2"]', "search", '["search", "answer"]')]
     assert store.sql("SELECT scorer_id, higher_is_better FROM run_scorers WHERE run_id = 'c' ORDER BY 1").rows == [
         ("bias-scorer", False), ("tone-scorer", True)]
+
+
+def test_version_4_file_gains_repeated_judging_and_its_cells_read_as_judged_once(db_path: Path) -> None:
+    store = _old_file(db_path, 4, V3_RUNS + "INSERT INTO run_scorers VALUES ('a', 'tone-scorer', true), "
+                                            "('b', 'tone-scorer', true);")
+    assert store.migrated_from == 4
+    assert store.sql("SELECT count(*), count(samples), count(score_sd) FROM scores").rows == [(4, 0, 0)]
+    summary = store.run_summary("b")
+    assert summary.samples == {} and summary.scorers[0]["mean_score"] == pytest.approx(0.8)
+    (row,) = store.compare("a", "b")
+    assert row["n_paired"] == 2 and row["mean_delta"] == pytest.approx(0.25)
+    # A new run's cell judged three times: the aggregate in `scores`, each sample in `score_samples`.
+    from evalduck.flows.store import SampleRow, ScoreRow
+
+    store.start_run("c", "n", "d.jsonl", "h", {})
+    cell = ScoreRow(run_id="c", item_id="i1", scorer_id="answer-relevancy-scorer", scorer_version="1", score=0.5,
+                    samples=3, score_sd=0.5)
+    samples = [SampleRow(run_id="c", item_id="i1", scorer_id="answer-relevancy-scorer", sample=i, status="scored",
+                         score=s) for i, s in enumerate((1.0, 0.0, 0.5))]
+    store.write_batch("c", scores=[cell], samples=samples)
+    store.write_batch("c", samples=samples[:1])  # written again (a resume): still one row per sample
+    assert store.sql("SELECT sample, score FROM score_samples ORDER BY sample").rows == [(0, 1.0), (1, 0.0), (2, 0.5)]
+    assert store.run_summary("c").samples == {"answer-relevancy-scorer": [[1.0, 0.0, 0.5]]}
+    assert store.sql("SELECT samples, score_sd FROM scores WHERE run_id = 'c'").rows == [(3, 0.5)]
 
 
 def test_newer_schema_is_refused_and_left_untouched(db_path: Path) -> None:

@@ -18,6 +18,7 @@ from evalduck.flows.report.html.direction import scorer_directions
 from evalduck.flows.report.html.reader import Records, one_connection
 from evalduck.flows.report.html.stats import DEFAULT_LAST, ScorerStats, previous_completed, scorer_stats, trend_run_ids
 from evalduck.flows.report.measures import measures_line, scorer_descriptions
+from evalduck.flows.report.noise import JudgeNoise, noise_by_scorer
 from evalduck.flows.store import RunRecord, Store
 
 __all__ = ("MOVED_ITEMS", "Header", "ScorerSection", "MovedItem", "ScorerComparison", "ReportData", "gather")
@@ -47,6 +48,9 @@ WHERE i.run_id = $run
 """
 
 _SCORES = "SELECT scorer_id, list(score) AS scores FROM scores WHERE run_id = $run AND score IS NOT NULL GROUP BY scorer_id"
+# Each cell's scored samples (repeated judging), for the judge's noise.
+_SAMPLES = """SELECT scorer_id, list(score ORDER BY sample) AS scores FROM score_samples
+WHERE run_id = $run AND status = 'scored' GROUP BY scorer_id, item_id ORDER BY scorer_id, item_id"""
 
 _MOVED = """
 SELECT d.item_id, d.score_a, d.score_b, d.delta, d.status_a, d.status_b, d.reason_a, d.reason_b, d.error, d.input,
@@ -133,6 +137,7 @@ class ReportData(BaseModel):
     scorer_ids: list[str]
     items_json: str  # the item table (see _ITEMS), as JSON text
     generated_at: datetime
+    noise: dict[str, JudgeNoise] = {}  # per scorer judged more than once a cell (flows/report/noise.py)
 
 
 def gather(
@@ -153,6 +158,9 @@ def gather(
         (table,) = records(_ITEMS, {"run": run_id})
         scores = {r["scorer_id"]: r["scores"] for r in records(_SCORES, {"run": run_id})}
         comparison = _comparison(records, baseline_id, run_id, directions) if baseline_id is not None else []
+        samples: dict[str, list[list[float]]] = {}
+        for row in records(_SAMPLES, {"run": run_id}):
+            samples.setdefault(row["scorer_id"], []).append(row["scores"])
     own = [s for s in trend if s.run_id == run_id]
     skipped = store.skipped_reasons(run_id) if any(s.n_skipped for s in own) else []
     described = scorer_descriptions(runs[run_id].config)
@@ -165,6 +173,7 @@ def gather(
         trend_runs=[runs[i] for i in trend_ids], trend=trend,
         against=runs[baseline_id] if baseline_id else None, comparison=comparison, skipped=skipped,
         scorer_ids=table["scorer_ids"] or [], items_json=str(table["items"]), generated_at=datetime.now().astimezone(),
+        noise=noise_by_scorer(samples),
     )
 
 
