@@ -13,6 +13,7 @@ from evalduck.flows.cli.errors import USAGE_ERROR
 from evalduck.flows.cli.results import _consoles, _num, _store
 from evalduck.flows.report.fit import fit
 from evalduck.flows.report.gate import direction_note, gate, rule_text
+from evalduck.flows.report.noise import DELTA_NOISE_SQL, delta_noise_line
 from evalduck.flows.report.text import literal
 from evalduck.flows.store import RunRecord
 
@@ -81,12 +82,15 @@ def compare(
             " WHERE run_id IN (?, ?) AND status = 'scored' GROUP BY run_id",
             [a, b],
         ).rows
+        noise = store.sql(DELTA_NOISE_SQL, [a, b]).records()
     verdict = gate(rows, fail_below) if fail_below is not None else None
     out = _consoles.out
     out.print(fit(out, _comparison_table(rows, a, b, verdict.regressed if verdict is not None else []),
                   drop=("errors A/B", "+/-/=", "paired")))
     if not rows:
         _consoles.out.print("No scorer appears in both runs.")
+    for row in noise:
+        out.print(literal(delta_noise_line(row), style="dim"), soft_wrap=True)
     for scorer, per_item in deltas.items():
         out.print(fit(out, _item_table(scorer, per_item), drop=("status A", "status B")))
     scorers_of = {run_id: set(ids) for run_id, ids in per_run}

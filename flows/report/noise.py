@@ -23,7 +23,8 @@ from pydantic import BaseModel
 if TYPE_CHECKING:
     from rich.table import Table
 
-__all__ = ("JudgeNoise", "judge_noise", "noise_by_scorer", "noise_fields", "noise_table", "icc1", "wilson")
+__all__ = ("JudgeNoise", "judge_noise", "noise_by_scorer", "noise_fields", "noise_table", "icc1", "wilson",
+           "DELTA_NOISE_SQL", "delta_noise_line")
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
@@ -164,3 +165,34 @@ def noise_table(rows: Mapping[str, Mapping[str, Any]]) -> Table | None:
                       _with_ci(r.get("judge_share"), r.get("judge_share_ci")),
                       _with_ci(r["judge_flip_rate"], r.get("judge_flip_rate_ci")))
     return table
+
+
+# Per scorer of two runs' paired cells: the variance of the paired deltas, and how much of it the judge's noise
+# accounts for, from each side's cells judged more than once (a cell's aggregate varies by its samples' variance
+# over their count; a side judged once contributes what is unknown, and is said to).
+DELTA_NOISE_SQL = """
+SELECT a.scorer_id, count(*) AS n, var_samp(b.score - a.score) AS var_delta,
+       avg(CASE WHEN a.samples > 1 THEN coalesce(a.score_sd, 0) ^ 2 / a.samples END) AS judge_var_a,
+       avg(CASE WHEN b.samples > 1 THEN coalesce(b.score_sd, 0) ^ 2 / b.samples END) AS judge_var_b,
+       max(a.samples) AS k_a, max(b.samples) AS k_b
+FROM scores AS a JOIN scores AS b ON a.scorer_id = b.scorer_id AND a.item_id = b.item_id
+WHERE a.run_id = ? AND b.run_id = ? AND a.status = 'scored' AND b.status = 'scored'
+GROUP BY a.scorer_id HAVING coalesce(max(a.samples), 1) > 1 OR coalesce(max(b.samples), 1) > 1
+ORDER BY a.scorer_id
+"""
+
+
+def delta_noise_line(row: Mapping[str, Any]) -> str:
+    """One line on a paired comparison: the share of the deltas' variance that is the judge's noise."""
+    parts = [row.get("judge_var_a"), row.get("judge_var_b")]
+    known = sum(p for p in parts if p is not None)
+    var_delta = row.get("var_delta") or 0.0
+    sides = ", ".join(f"run {side} judged {'%g' % (k or 1)}x" for side, k in (("A", row.get("k_a")), ("B", row.get("k_b"))))
+    if var_delta <= 0:
+        return f"judge noise in {row['scorer_id']}'s delta: the deltas do not vary ({sides})"
+    share = min(1.0, known / var_delta)
+    unknown = " (run " + " and ".join(side for side, p in zip("AB", parts, strict=True) if p is None) + \
+        "'s judge noise unknown: judged once, counted as none)" if None in parts else ""
+    return (f"judge noise: {share:.0%} of {row['scorer_id']}'s paired-delta variance ({sides}; judge variance "
+            f"{known:.4f} of {var_delta:.4f}){unknown}")
+

@@ -6,20 +6,23 @@ from __future__ import annotations
 
 import random
 import statistics
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from evalduck.flows.cli import app
 from evalduck.flows.engine.samples import aggregate, sampled_cell
-from evalduck.flows.report.noise import icc1, judge_noise, noise_by_scorer, wilson
-from evalduck.flows.store import ScoreRow
+from evalduck.flows.report.noise import DELTA_NOISE_SQL, delta_noise_line, icc1, judge_noise, noise_by_scorer, wilson
+from evalduck.flows.store import ScoreRow, Store
 from evalduck.scorers import JudgeSettings, ScorerInput, StepContext, create_answer_relevancy_scorer
 
 
 def _row(score: float | None, status: str = "scored", **fields: object) -> ScoreRow:
-    return ScoreRow(run_id="r", item_id="i", scorer_id="s", scorer_version="1", score=score, status=status,
-                    **fields)  # type: ignore[arg-type]
+    return ScoreRow(**{"run_id": "r", "item_id": "i", "scorer_id": "s", "scorer_version": "1", "score": score,
+                       "status": status, **fields})  # type: ignore[arg-type]
 
 
 def test_the_three_aggregates() -> None:
@@ -129,3 +132,31 @@ def test_sample_zero_asks_and_keys_as_a_run_without_repeats() -> None:
     assert "seed" not in JudgeSettings(model="m").key_fields()
     seeded = JudgeSettings(model="m", seed=40)
     assert seeded.sampled(2).seed == 42 and seeded.sampled(0) is seeded
+
+
+def _sampled_run(store: Store, run_id: str, cells: list[list[float]]) -> None:
+    """A completed run whose answer relevancy cells were judged len(cells[i]) times with these scores."""
+    store.start_run(run_id, "noisy", "d.jsonl", "h", {}, directions={"answer-relevancy-scorer": True})
+    rows, samples = [], []
+    for i, scores in enumerate(cells):
+        sample_rows = [_row(s, item_id=f"i{i}", run_id=run_id, scorer_id="answer-relevancy-scorer") for s in scores]
+        cell, kept = sampled_cell(sample_rows, "mean")
+        rows.append(cell)
+        samples += kept
+    store.write_batch(run_id, items=[{"item_id": f"i{i}", "input": f"q{i}"} for i in range(len(cells))], scores=rows,
+                      samples=samples, status="completed")
+
+
+def test_compare_says_how_much_of_the_delta_is_the_judge(tmp_path: Path) -> None:
+    store = Store(tmp_path / "evals.duckdb")
+    _sampled_run(store, "a", _simulated(60, 3, 0.2, seed=1))
+    _sampled_run(store, "b", _simulated(60, 3, 0.2, seed=2))
+    (row,) = store.sql(DELTA_NOISE_SQL, ["a", "b"]).records()
+    # Both runs are the same judge's noise around the same truth: the deltas' variance is all the judge's.
+    assert row["judge_var_a"] + row["judge_var_b"] == pytest.approx(row["var_delta"], rel=0.35)
+    line = delta_noise_line(row)
+    assert line.startswith("judge noise: ") and "run A judged 3x, run B judged 3x" in line
+    done = CliRunner().invoke(app, ["--db", str(store.path), "compare", "a", "b"])
+    assert done.exit_code == 0 and "of answer-relevancy-scorer's paired-delta variance" in done.stdout
+    one = delta_noise_line({**row, "judge_var_a": None, "k_a": None})
+    assert "run A judged 1x" in one and "run A's judge noise unknown" in one
