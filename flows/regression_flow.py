@@ -19,11 +19,11 @@ from evalduck.errors import EvalduckError
 from evalduck.flows.config import DEMO_CONFIG, EvalConfig
 from evalduck.flows.eval_flow import EvalResult, run_eval_config
 from evalduck.flows.report.artifacts import artifact_key, comparison_markdown
-from evalduck.flows.report.gate import GateVerdict, gate, rule_text
+from evalduck.flows.report.gate import GateVerdict, gate, judge_refusals, rule_text
 from evalduck.flows.report.text import md_code, md_text
 from evalduck.flows.run.redacting_flow import redacting_flow
 
-__all__ = ("regression_check", "RegressionDetected", "RegressionReport")
+__all__ = ("regression_check", "RegressionDetected", "RegressionReport", "UntrustedJudge")
 
 
 class RegressionDetected(EvalduckError, RuntimeError):
@@ -49,8 +49,27 @@ def verdict_markdown(result: EvalResult, verdict: GateVerdict, max_drop: float) 
     return f"# Regression check: {headline}\n\n(a scorer fails when {rule_text(max_drop)}){ungated}\n\n{table}"
 
 
+class UntrustedJudge(EvalduckError, RuntimeError):
+    """Raised inside the flow when ``min_agreement`` refuses a judge scorer of the run (no calibration of its
+    judge model and prompt good enough): its run ends Failed, one line per scorer in the message."""
+
+
+def _check_judges(result: EvalResult, min_agreement: float) -> None:
+    """``compare --min-agreement``'s rule (flows/report/gate.py ``judge_refusals``) on the run just made."""
+    from evalduck.flows.store import Store
+    from evalduck.flows.store.calibrations import find_calibration, others_for, run_judges
+
+    store = Store(result.db)
+    judges = run_judges(store.run_record(result.run_id).config)
+    refusals = judge_refusals(judges, {s: find_calibration(store, k) for s, k in judges.items()},
+                              {s: others_for(store, s) for s in judges}, min_agreement)
+    if refusals:
+        raise UntrustedJudge(f"run {result.run_id} is not gated on a judge it cannot trust: " + "; ".join(refusals))
+
+
 @redacting_flow(name="evalduck-regression-check")
-def regression_check(config: EvalConfig = DEMO_CONFIG, max_drop: float = 0.0) -> RegressionReport:
+def regression_check(config: EvalConfig = DEMO_CONFIG, max_drop: float = 0.0,
+                     min_agreement: float | None = None) -> RegressionReport:
     """Run the eval, then compare it with the previous run of the same name and fail on a regression.
 
     Args:
@@ -58,11 +77,15 @@ def regression_check(config: EvalConfig = DEMO_CONFIG, max_drop: float = 0.0) ->
             eval, datasets/demo.jsonl, run name "demo").
         max_drop: Tolerated drop of a scorer's mean, or rise of a lower-is-better scorer's (0 fails on any
             credible change for the worse).
+        min_agreement: Fail unless each judge scorer's judge model and prompt have a calibration (`evalduck
+            calibrate`) whose kappa 95% lower bound is at least this (empty: judges are not checked).
     """
     logger = get_run_logger()
     if not config.name:
         raise ValueError("`config.name` is required: the regression check compares runs of the same name")
     result = run_eval_config(config)
+    if min_agreement is not None:
+        _check_judges(result, min_agreement)
     if result.previous_run_id is None or result.comparison is None:
         create_markdown_artifact(
             f"# Regression check: first run\n\nFirst run named {md_code(config.name)} ({md_code(result.run_id)}): "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from typing import Any
 from evalduck.scorers._cache_key import canonical_json
 from evalduck.scorers._context import STEP_ORDER, ScorerInput, StepContext
 from evalduck.scorers._errors import ConfigError
-from evalduck.scorers._judge import JudgeSettings
+from evalduck.scorers._judge import JudgeSettings, output_schema
 from evalduck.scorers._pipeline import PipelineState, walk_steps
 from evalduck.scorers._result import ScorerResult, StepOutput
 from evalduck.scorers._retry import with_retries
@@ -62,6 +63,26 @@ class Scorer:
         if sample == 0 or not self.is_judge:
             return self
         return dataclasses.replace(self, steps=tuple(s.sampled(sample) for s in self.steps))
+
+    def prompt_fingerprint(self) -> str | None:
+        """What a judge's agreement with people was measured on, besides the model: the scorer's id and
+        version and, per step, its parameters and code, and a judge step's instructions, output schema and
+        generation settings (the model and a sample's seed left out). A calibration holds for this fingerprint
+        only: an edited prompt or scoring rule is another instrument. None for a code scorer."""
+        if not self.is_judge:
+            return None
+        parts = []
+        for step in self.steps:
+            part = {"step": step.name, "params": dict(step.params),
+                    "code": step.code if step.code is not None else getattr(step.source(), "digest", None)}
+            if step.judge is not None and step.judge_prompt is not None:
+                model = step.judge_prompt.output_model
+                part.update(instructions=step.instructions,
+                            output_schema=output_schema(model) if model is not None else None,
+                            judge={k: v for k, v in step.judge.key_fields().items() if k not in ("model", "seed")})
+            parts.append(part)
+        text = canonical_json({"scorer_id": self.id, "version": self.version, "steps": parts})
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     def step(self, name: str) -> Step:
         """The step called ``name``."""

@@ -12,10 +12,11 @@ from evalduck.flows.cli import app
 from evalduck.flows.cli.errors import USAGE_ERROR
 from evalduck.flows.cli.results import _consoles, _num, _store
 from evalduck.flows.report.fit import fit
-from evalduck.flows.report.gate import direction_note, gate, rule_text
+from evalduck.flows.report.gate import direction_note, gate, judge_refusals, rule_text
 from evalduck.flows.report.noise import DELTA_NOISE_SQL, delta_noise_line
 from evalduck.flows.report.text import literal
-from evalduck.flows.store import RunRecord
+from evalduck.flows.store import RunRecord, Store
+from evalduck.flows.store.calibrations import find_calibration, others_for, run_judges
 
 __all__ = ("compare", "REGRESSION")
 
@@ -60,6 +61,12 @@ def compare(
         ),
     ] = None,
     items: Annotated[int, typer.Option("--items", min=0, help="Worst per-item deltas to list per scorer")] = 0,
+    min_agreement: Annotated[
+        float | None,
+        typer.Option("--min-agreement", min=-1.0, max=1.0, metavar="KAPPA",
+                     help="Exit 2 when a judge scorer of run B has no calibration (`evalduck calibrate`) for its "
+                     "judge model and prompt whose kappa 95% lower bound is at least KAPPA"),
+    ] = None,
     allow_partial: Annotated[
         bool,
         typer.Option("--allow-partial", help="Compare runs that are not `completed` too (running, interrupted, "
@@ -76,6 +83,8 @@ def compare(
             for side, ref, run_id in (("A", run_a, a), ("B", run_b, b)):
                 _refuse_unfinished(side, ref, store.run_record(run_id))
         rows = store.compare(a, b)
+        if min_agreement is not None:
+            _refuse_untrusted_judges(store, b, {row["scorer_id"] for row in rows}, min_agreement)
         deltas = {row["scorer_id"]: store.item_deltas(a, b, row["scorer_id"], limit=items) for row in rows} if items else {}
         per_run = store.sql(
             "SELECT run_id, list(DISTINCT scorer_id ORDER BY scorer_id) FROM scores"
@@ -108,6 +117,18 @@ def compare(
         return
     _consoles.err.print(literal("REGRESSION: ", ", ".join(verdict.regressed), f": {rule_text(fail_below or 0.0)}"))
     raise typer.Exit(REGRESSION)
+
+
+def _refuse_untrusted_judges(store: Store, run_b: str, compared: set[str], min_agreement: float) -> None:
+    """Exit 2, one line per judge scorer that --min-agreement refuses (flows/report/gate.py ``judge_refusals``)."""
+    judges = {k: v for k, v in run_judges(store.run_record(run_b).config).items() if k in compared}
+    exact = {scorer: find_calibration(store, key) for scorer, key in judges.items()}
+    others = {scorer: others_for(store, scorer) for scorer in judges}
+    refusals = judge_refusals(judges, exact, others, min_agreement)
+    for line in refusals:
+        _consoles.err.print(literal("error: ", line))
+    if refusals:
+        raise typer.Exit(USAGE_ERROR)
 
 
 def _comparison_table(rows: list[dict[str, Any]], a: str, b: str, failing: list[str]) -> Table:

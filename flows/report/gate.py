@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ("GateVerdict", "gate", "rule_text", "higher_is_better", "direction_label", "direction_note")
+__all__ = ("GateVerdict", "gate", "rule_text", "higher_is_better", "direction_label", "direction_note",
+           "judge_refusals")
 
 
 class GateVerdict(BaseModel):
@@ -66,3 +67,38 @@ def rule_text(max_drop: float) -> str:
     """The rule in words, for the verdicts both entry points print."""
     return (f"the 95% upper bound of the paired delta is below {0.0 - max_drop:+.3f}, or for a lower-is-better "
             f"scorer its 95% lower bound is above {max_drop:+.3f}")
+
+
+def judge_refusals(judges: Mapping[str, Mapping[str, Any]], exact: Mapping[str, Mapping[str, Any] | None],
+                   others: Mapping[str, list[Mapping[str, Any]]], min_agreement: float) -> list[str]:
+    """The gate's judge rule (``--min-agreement``): one line per judge scorer of the candidate run whose judge
+    model and prompt have no calibration (``exact``: the one stored for its scorer version, judge model and
+    prompt fingerprint) with kappa's 95% lower bound at or above ``min_agreement``. ``others``: the scorer's
+    calibrations under other keys, to say what they were measured on instead."""
+    lines = []
+    for scorer, key in judges.items():
+        judge = f"{scorer} judged by {key.get('judge_model') or 'an unrecorded model'}"
+        if key.get("prompt_fingerprint") is None or key.get("judge_model") is None:
+            lines.append(f"{judge}: the run recorded no prompt fingerprint (run by an older evalduck): run it again "
+                         "to gate it on agreement")
+            continue
+        found = exact.get(scorer)
+        if found is None:
+            elsewhere = [f"{o['judge_model']} prompt {o['prompt_fingerprint']} version {o['scorer_version']}"
+                         for o in others.get(scorer, [])[:2]]
+            on = f"; calibrated only for {', '.join(elsewhere)} (the prompt or model changed since)" if elsewhere else ""
+            lines.append(f"{judge} (prompt {key['prompt_fingerprint']}, version {key['scorer_version']}) has no "
+                         f"calibration{on}: run `evalduck calibrate LABELS -s {scorer} --judge-model "
+                         f"{key['judge_model']}`")
+            continue
+        low = found.get("kappa_low")
+        if low is None or low < min_agreement:
+            lines.append(f"{judge}: its calibration's kappa lower bound {_shown(low)} is below --min-agreement "
+                         f"{min_agreement:g} (kappa {_shown(found.get('kappa'))} over {found.get('n')} labelled "
+                         "cells): use a better judge or prompt, or more labels")
+    return lines
+
+
+def _shown(value: Any) -> str:
+    return "none" if value is None else f"{float(value):.3f}"
+

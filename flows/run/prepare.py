@@ -162,8 +162,11 @@ def _scorers(scorers: Sequence[Any], o: RunOptions, sink: ProgressSink | None,
 
 def _ran(built: list[Scorer], skipped: list[Skipped]) -> list[dict[str, Any]]:
     """What ran, whatever the config named (a prebuilt id or an import path): each scorer's own id, version and
-    direction, and what it measures (flows/report/measures.py), the skipped ones too."""
-    return [{"id": s.id, "version": s.version, "higher_is_better": s.higher_is_better, "description": s.description}
+    direction, and what it measures (flows/report/measures.py), the skipped ones too; a judge scorer's judge model
+    and prompt fingerprint (what a calibration must match for the gate: flows/report/agreement.py)."""
+    return [{"id": s.id, "version": s.version, "higher_is_better": s.higher_is_better, "description": s.description,
+             **({"judge_model": s.judge.model if s.judge else None, "prompt_fingerprint": s.prompt_fingerprint()}
+                if s.is_judge else {})}
             for s in built] + [{"id": sk.scorer_id, "version": sk.version, "higher_is_better": sk.higher_is_better,
                                 "description": sk.description} for sk in skipped]
 

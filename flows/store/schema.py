@@ -97,8 +97,10 @@ CREATE TABLE run_scorers (
 INSERT INTO run_scorers SELECT DISTINCT run_id, scorer_id, true FROM scores ORDER BY run_id, scorer_id;
 """
 
-# v5: repeated judging. Per cell, how many samples judged it and their standard deviation (NULL for a cell
-# judged once, as every cell before v5); per sample, what it said (`score_samples`), for the judge's noise.
+# v5: the judge as a measured instrument. Repeated judging: per cell, how many samples judged it and their
+# standard deviation (NULL for a cell judged once, as every cell before v5); per sample, what it said
+# (`score_samples`), for the judge's noise. `calibrations`: a judge's agreement with human labels, one row per
+# (scorer id, scorer version, judge model, prompt fingerprint), which the gate's --min-agreement reads.
 _V5 = """
 ALTER TABLE scores ADD COLUMN samples INTEGER;
 ALTER TABLE scores ADD COLUMN score_sd DOUBLE;
@@ -117,6 +119,23 @@ CREATE TABLE score_samples (
     completion_tokens BIGINT,
     cost DOUBLE,
     latency_s DOUBLE,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE TABLE calibrations (
+    scorer_id VARCHAR NOT NULL,
+    scorer_version VARCHAR NOT NULL,
+    judge_model VARCHAR NOT NULL,
+    prompt_fingerprint VARCHAR NOT NULL,
+    labels VARCHAR,
+    run_id VARCHAR,
+    n INTEGER NOT NULL,
+    kappa DOUBLE, kappa_low DOUBLE, kappa_high DOUBLE,
+    alpha DOUBLE, alpha_low DOUBLE, alpha_high DOUBLE,
+    spearman DOUBLE, spearman_low DOUBLE, spearman_high DOUBLE,
+    mae DOUBLE, mae_low DOUBLE, mae_high DOUBLE,
+    bias DOUBLE, bias_low DOUBLE, bias_high DOUBLE,
+    grid JSON,
+    confusion JSON,
     created_at TIMESTAMPTZ NOT NULL
 );
 """

@@ -137,7 +137,7 @@ class Store:
         """A file's operations run once (its lock serialises them); a lake's again after a commit conflict."""
         return lake.retry_conflicts(work) if self.target.shared else work()
 
-    def _write(self, body: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+    def write(self, body: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         """`body` in one write transaction; on the shared store it also updates the write token, so that
         overlapping writes conflict and are run again one after the other (exactly-once upserts)."""
         def once() -> T:
@@ -173,7 +173,7 @@ class Store:
         item_rows = item_tuples(run_id, items)
         stored_config = to_json(redact_urls(dict(config or {})))
         writer = this_writer()
-        self._write(lambda con: record_start(
+        self.write(lambda con: record_start(
             con, run_id, name=name, dataset=dataset, dataset_hash=dataset_hash, config=stored_config,
             flow_run_id=flow_run_id, started_at=started_at, writer=writer, item_rows=item_rows, directions=directions))
 
@@ -190,7 +190,7 @@ class Store:
     def finish_run(self, run_id: str, status: str) -> None:
         """Set the run's final status (`completed`, `failed` or `cancelled`) and finish time."""
         check_status(status)
-        self._write(lambda con: set_status(con, run_id, status, self.path))
+        self.write(lambda con: set_status(con, run_id, status, self.path))
 
     def write_items(self, run_id: str, items: Sequence[Mapping[str, Any]]) -> int:
         """Upsert items (item_id, input, output, ground_truth, request_context, metadata); returns the count.
@@ -232,7 +232,7 @@ class Store:
             if status is not None:
                 set_status(con, run_id, status, self.path)
 
-        self._write(body)
+        self.write(body)
         return len(item_rows), len(score_rows)
 
     # ---- reads: the queries are in queries.py ---------------------------------------------------

@@ -44,3 +44,19 @@ def test_a_lower_is_better_scorer_regresses_when_its_lower_bound_rises_above_max
     assert gate([lower(-0.05, 0.2)], 0.0).regressed == []  # the interval holds "no change"
     verdict = gate([{**lower(0.1, 0.2), "ci_low": None}], 0.0)
     assert verdict.ungated == ["bias-scorer"]
+
+
+def test_the_judge_rule_of_min_agreement() -> None:
+    from evalduck.flows.report.gate import judge_refusals
+
+    key = {"scorer_id": "faith", "scorer_version": "1", "judge_model": "openai/m", "prompt_fingerprint": "p1"}
+    good = {"kappa": 0.8, "kappa_low": 0.7, "n": 50}
+    assert judge_refusals({"faith": key}, {"faith": good}, {}, 0.6) == []
+    (weak,) = judge_refusals({"faith": key}, {"faith": {**good, "kappa_low": 0.55}}, {}, 0.6)
+    assert weak == ("faith judged by openai/m: its calibration's kappa lower bound 0.550 is below --min-agreement "
+                    "0.6 (kappa 0.800 over 50 labelled cells): use a better judge or prompt, or more labels")
+    (none,) = judge_refusals({"faith": key}, {"faith": None},
+                             {"faith": [{**key, "prompt_fingerprint": "p0", "judge_model": "openai/m"}]}, 0.6)
+    assert "has no calibration; calibrated only for openai/m prompt p0 version 1 (the prompt or model changed" in none
+    (old,) = judge_refusals({"faith": {**key, "prompt_fingerprint": None}}, {}, {}, 0.6)
+    assert "recorded no prompt fingerprint (run by an older evalduck)" in old

@@ -8,9 +8,10 @@ can be wrong), rows.py (row validation, DatasetItem, Dataset), files.py (reading
 from __future__ import annotations
 
 from evalduck.flows.inputs.datasets.errors import DatasetError, DatasetPathError
-from evalduck.flows.inputs.datasets.files import SUFFIXES, load_dataset
+from evalduck.flows.inputs.datasets.files import SUFFIXES, load_dataset, located_rows
 from evalduck.flows.inputs.datasets.rows import Dataset, DatasetItem, dataset_from_rows
 
 __all__ = (
     "DatasetError", "DatasetPathError", "DatasetItem", "Dataset", "load_dataset", "dataset_from_rows", "SUFFIXES",
+    "located_rows",
 )

@@ -13,7 +13,7 @@ from typing import Any
 from evalduck.flows.inputs.datasets.errors import DatasetError, DatasetPathError
 from evalduck.flows.inputs.datasets.rows import BadRow, Dataset, validate_rows
 
-__all__ = ("SUFFIXES", "load_dataset")
+__all__ = ("SUFFIXES", "load_dataset", "located_rows")
 
 SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
 
@@ -169,6 +169,17 @@ def load_dataset(path: str | Path) -> Dataset:
         DatasetPathError: a missing file, a folder, or an unknown format.
         DatasetError: bad rows (all of them, with file and line).
     """
+    return validate_rows(located_rows(path), str(path), path=str(path))
+
+
+def located_rows(path: str | Path) -> Sequence[tuple[str, Any]]:
+    """A dataset-like file's rows, each with where it is ("data.jsonl line 3"), unvalidated: a dataset's, and
+    a labels file's (flows/inputs/labels.py), read the same way.
+
+    Raises:
+        DatasetPathError: a missing file, a folder, or an unknown format.
+        DatasetError: a file that cannot be read as its format.
+    """
     path = Path(path)
     if path.is_dir():
         raise DatasetPathError(path, f"is a folder, not a dataset file ({', '.join(SUFFIXES)})")
@@ -186,4 +197,4 @@ def load_dataset(path: str | Path) -> Dataset:
         located = list(_csv_rows(path))
     else:
         located = _parquet_rows(path)
-    return validate_rows(located, str(path), path=str(path))
+    return located
