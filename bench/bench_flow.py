@@ -12,7 +12,7 @@ Each run is one `run_evals` call timed on its own, after a warm-up run in the sa
 local server is already up). The fake judge runs in a child process. Private PREFECT_HOME, cache folder and DuckDB file in a temporary folder.
 
 Usage: .venv/bin/python bench/bench_flow.py [a|b|c|all] [--items 200] [--latency 1.0] [--concurrency 16]
-       [--repeat 3] [--set seeds|code|both]
+       [--repeat 3] [--set seeds|code|both] [--samples 3]
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def _warm_up(db: str, judge_spec: dict[str, object] | None = None) -> None:
     run_evals(_rows(2, "warm"), scorers=scorers, db=db, cache_dir=str(WORK / "warm-cache"))
 
 
-def bench_judge(items: int, latency: float, concurrency: int, cached_rerun: bool) -> None:
+def bench_judge(items: int, latency: float, concurrency: int, cached_rerun: bool, samples: int = 1) -> None:
     db = str(WORK / "judge.duckdb")
     with _JudgeProcess(latency) as judge:
         spec = {"id": "answer-relevancy-scorer",
@@ -163,14 +163,17 @@ def bench_judge(items: int, latency: float, concurrency: int, cached_rerun: bool
         _warm_up(db, spec)
         judge.ask("reset")
         kwargs = dict(data=_rows(items, "judge"), scorers=[spec], concurrency=concurrency, db=db,
-                      cache_dir=str(WORK / "judge-cache"), name="bench-judge")
-        t = _timed(f"(a) judge-bound, {items} items, latency {latency}s, concurrency {concurrency}", **kwargs)
+                      cache_dir=str(WORK / "judge-cache"), name="bench-judge", judge_samples=samples)
+        t = _timed(f"(a) judge-bound, {items} items, latency {latency}s, concurrency {concurrency}, "
+                   f"judge samples {samples}", **kwargs)
         requests = judge.ask("count")
         ideal = requests * latency / concurrency
-        print(f"    requests {requests}; ideal {ideal:.2f} s; ratio {t / ideal:.3f}x", flush=True)
-        # At most `concurrency` items in flight, each making its requests one after another: the items run
-        # in ceil(items / concurrency) rounds of (requests per item x latency), the last round part-filled.
-        floor = -(-items // concurrency) * (requests / items) * latency
+        print(f"    requests {requests} ({requests / items / samples:g} per item and sample); ideal {ideal:.2f} s; "
+              f"ratio {t / ideal:.3f}x", flush=True)
+        # At most `concurrency` items in flight, each making its requests one after another (a cell's samples
+        # side by side): the items run in ceil(items / concurrency) rounds of (requests per item and sample x
+        # latency), the last round part-filled.
+        floor = -(-items // concurrency) * (requests / items / samples) * latency
         print(f"    with items in flight as the unit: floor {floor:.2f} s ({floor / ideal:.3f}x ideal); "
               f"run / floor {t / floor:.3f}x", flush=True)
         print(f"    {judge.step_overhead(latency)}", flush=True)
@@ -214,12 +217,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="(b): runs of each size; medians are used")
     parser.add_argument("--set", default="seeds", choices=["seeds", "code", "both"],
                         help="(b): the seeds (tone, textual difference), the four code scorers, or both alternated")
+    parser.add_argument("--samples", type=int, default=1, help="(a), (c): judge_samples, each cell judged this often")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, load average {os.getloadavg()}, work folder {WORK}", flush=True)
     if args.which in ("b", "all"):
         bench_code(args.repeat, args.set)
     if args.which in ("a", "c", "all"):
-        bench_judge(args.items, args.latency, args.concurrency, cached_rerun=args.which != "a")
+        bench_judge(args.items, args.latency, args.concurrency, cached_rerun=args.which != "a", samples=args.samples)
     print(f"load average after: {os.getloadavg()}", flush=True)
 
 

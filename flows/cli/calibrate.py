@@ -75,8 +75,8 @@ def calibrate(
 def _judge(ctx: typer.Context, labels: Labels, scorer: str, dataset: Path | None, judge_model: str | None,
            judge_api_base: str | None, judge_samples: int) -> str:
     """A run of ``scorer`` over the labelled items (the labels file's own, else ``--dataset``'s); its id."""
-    from evalduck.flows.eval_flow import run_evals
     from evalduck.flows.cli import db_path
+    from evalduck.flows.eval_flow import run_evals
     from evalduck.flows.inputs.datasets import load_dataset
 
     items = labels.dataset if dataset is None else load_dataset(dataset)

@@ -64,6 +64,9 @@ def test_calibrate_exposes_a_judge_that_reads_yes_backwards_and_the_gate_refuses
     good_run, inverted_run = rows["openai/good"]["run_id"], rows["openai/inverted"]["run_id"]
     trusted = evalduck(folder, "compare", inverted_run, good_run, "--min-agreement", "0.6")
     assert trusted.returncode == 0, trusted.stderr
+    # Two judges on the same outputs: how far they agree is said before the delta (item 5 of issue 26).
+    assert trusted.stdout.startswith("hallucination-scorer: the judge changed (openai/inverted prompt ")
+    assert "on the 24 cells with the same output they agree at kappa -" in trusted.stdout
     refused = evalduck(folder, "compare", good_run, inverted_run, "--min-agreement", "0.6")
     assert refused.returncode == 2
     (line,) = refused.stderr.strip().splitlines()
