@@ -176,7 +176,8 @@ def bench_judge(items: int, latency: float, concurrency: int, cached_rerun: bool
         floor = -(-items // concurrency) * (requests / items / samples) * latency
         print(f"    with items in flight as the unit: floor {floor:.2f} s ({floor / ideal:.3f}x ideal); "
               f"run / floor {t / floor:.3f}x", flush=True)
-        print(f"    {judge.step_overhead(latency)}", flush=True)
+        if samples == 1:  # the arrivals are told apart by item only: a cell's samples would interleave
+            print(f"    {judge.step_overhead(latency)}", flush=True)
         arrivals = sorted(at for at, _ in judge.ask("arrivals") or [])
         if arrivals:
             print(f"    first request {arrivals[0] - LAST_RUN['start']:.2f} s after the call; the call returned "
