@@ -15,12 +15,13 @@ from evalduck.flows.cli import app, fail
 from evalduck.flows.cli.errors import label, value_error
 from evalduck.flows.cli.results import _consoles, _num, _store
 from evalduck.flows.config import MAX_JUDGE_SAMPLES
-from evalduck.flows.inputs.labels import Labels, item_key, load_labels
+from evalduck.flows.inputs.labels import Label, Labels, item_key, load_labels
 from evalduck.flows.report.agreement import Agreement, agreement
 from evalduck.flows.report.fit import fit
 from evalduck.flows.report.text import literal
 from evalduck.flows.store import Store
 from evalduck.flows.store.calibrations import run_judges, save_calibration
+from evalduck.flows.store.labels import run_labels
 
 __all__ = ("calibrate",)
 
@@ -34,11 +35,14 @@ WHERE s.run_id = ? AND s.scorer_id = ? AND s.status = 'scored'
 @app.command()
 def calibrate(
     ctx: typer.Context,
-    labels_file: Annotated[Path, typer.Argument(metavar="LABELS", help="Labels file (.jsonl, .json, .csv, .parquet): "
-                                                "`id` (or `input` and `output`) and `label` per row")],
     scorer: Annotated[str, typer.Option("--scorer", "-s", help="The judge scorer whose agreement to measure")],
+    labels_file: Annotated[Optional[Path], typer.Argument(
+        metavar="[LABELS]", help="Labels file (.jsonl, .json, .csv, .parquet): `id` (or `input` and `output`) and "
+        "`label` per row", show_default=False)] = None,
     run: Annotated[Optional[str], typer.Option(help="Read this run's cells for the labelled items instead of "
                                                "judging them anew")] = None,
+    labels_from: Annotated[Optional[str], typer.Option(help="The labels given to this run's cells with `evalduck "
+                                                       "label` (instead of LABELS); its cells are the judge's")] = None,
     dataset: Annotated[Optional[Path], typer.Option(help="The items the labels name by id, when the labels file "
                                                     "does not carry them (its rows' input, output...)")] = None,
     judge_model: Annotated[Optional[str], typer.Option(help="litellm model for the judge [default: "
@@ -49,7 +53,13 @@ def calibrate(
 ) -> None:
     """Measure a judge scorer's agreement with human LABELS (kappa, alpha, rho, MAE, bias, each with its 95%
     interval) and store it for the judge model and prompt it was measured on."""
-    labels = load_labels(labels_file)
+    if (labels_file is None) == (labels_from is None):
+        fail("give a labels file (LABELS) or --labels-from RUN, one of the two", ctx)
+    if labels_from is not None:
+        labels, run = _stored_labels(ctx, labels_from, scorer), run or labels_from
+        labels_file = Path(labels.path)
+    else:
+        labels = load_labels(labels_file)  # type: ignore[arg-type]
     if not labels.numeric:
         fail(value_error(label(ctx, "labels_file"), labels_file, "has category labels; label each item with a score "
                          "in the scorer's range (e.g. 0 or 1 for a yes/no verdict)"), ctx)
@@ -70,6 +80,18 @@ def calibrate(
     with _store(ctx, reader=False) as store:
         save_calibration(store, key, stats.model_dump(), labels=str(labels_file), run_id=run_id)  # type: ignore[arg-type]
     _print(stats, key, run_id, missing)  # type: ignore[arg-type]
+
+
+def _stored_labels(ctx: typer.Context, run: str, scorer: str) -> Labels:
+    """The labels given to a run's cells of ``scorer`` on the labelling page (`evalduck label`)."""
+    with _store(ctx) as store:
+        run_id = store.resolve_run(run)
+        given = run_labels(store, run_id, scorer)
+    if not given:
+        fail(f"run {run_id} has no labels of {scorer} cells: give them with `evalduck label {run_id} -s {scorer}`", ctx)
+    return Labels(path=f"labels of run {run_id}", dataset=None, labels=tuple(
+        Label(where=f"label of item {g['item_id']}", value=float(g["value"]), item_id=g["item_id"], key=None)
+        for g in given))
 
 
 def _judge(ctx: typer.Context, labels: Labels, scorer: str, dataset: Path | None, judge_model: str | None,

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from evalduck.flows.cli import app
 from evalduck.flows.cli.results import _consoles, _num, _store, _when
+from evalduck.flows.report.agreement import HumanScaleMean, human_scale_mean
 from evalduck.flows.report.fit import fit
 from evalduck.flows.report.gate import direction_note
 from evalduck.flows.report.html import sparkline, trend_by_scorer
@@ -60,6 +61,8 @@ def show(
         worst_items = store.worst_items(summary.run.run_id, worst) if worst else []
         skipped = store.skipped_reasons(summary.run.run_id)
         n_runs, trend = trend_by_scorer(store_records(store), summary.run.run_id)
+        scored = dict(store.sql("SELECT scorer_id, list(score) FROM scores WHERE run_id = ? AND status = 'scored' "
+                                "GROUP BY scorer_id", [summary.run.run_id]).rows) if summary.labelled else {}
     r = summary.run
     out = _consoles.out
     out.print(literal((r.run_id, "bold"), "  name=", r.name or "–", f"  status={r.status}  "
@@ -81,6 +84,9 @@ def show(
     noise = noise_table({k: noise_fields(v) for k, v in noise_by_scorer(summary.samples).items()})
     if noise is not None:
         out.print(fit(out, noise))
+    human = _human_scale_table({k: human_scale_mean(scored.get(k, []), v) for k, v in summary.labelled.items()})
+    if human is not None:
+        out.print(fit(out, human))
     if summary.scorers:
         out.print(fit(out, measures_table([(s["scorer_id"], s.get("higher_is_better") is not False)
                                            for s in summary.scorers], scorer_descriptions(r.config))))
@@ -103,6 +109,21 @@ def show(
             items.add_row(literal(w["scorer_id"], direction_note(w)), literal(w["item_id"]), w["status"], _num(w["score"]),
                           literal((w["detail"] or "")[:200], multiline=True), *((literal(shown),) if any(fields) else ()))
         out.print(fit(out, items, drop=("item fields",)))
+
+
+def _human_scale_table(estimates: dict[str, HumanScaleMean | None]) -> Table | None:
+    """Per scorer with labelled cells, the run's mean on the labels' scale beside the judge's."""
+    shown = {k: e for k, e in estimates.items() if e is not None}
+    if not shown:
+        return None
+    table = Table(title="On the human labels' scale (prediction-powered: the judge's mean corrected by its error on "
+                        "the labelled cells)", title_justify="left")
+    for column in ("scorer", "judge's mean", "human-scale mean", "95% CI", "labelled / cells"):
+        table.add_column(column, justify="left" if column == "scorer" else "right")
+    for scorer, e in shown.items():
+        table.add_row(literal(scorer), _num(e.judge_mean), _num(e.mean), f"[{_num(e.ci[0])}, {_num(e.ci[1])}]",
+                      f"{e.n_labelled} / {e.n_cells}")
+    return table
 
 
 def _item_fields(cell: dict[str, Any]) -> str:

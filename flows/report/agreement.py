@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ("Agreement", "agreement", "snap", "RESAMPLES", "SEED")
+__all__ = ("Agreement", "agreement", "snap", "RESAMPLES", "SEED", "HumanScaleMean", "human_scale_mean")
 
 RESAMPLES = 2000
 SEED = 0
@@ -130,3 +130,32 @@ def agreement(judge: Sequence[float], human: Sequence[float], grid: Sequence[flo
         fields[name] = _point(point)
         fields[f"{name}_ci"] = _interval(resampled) if fields[name] is not None else None
     return Agreement(n=len(x), grid=list(grid), confusion=confusion.tolist(), **fields)
+
+
+class HumanScaleMean(BaseModel):
+    """The prediction-powered estimate of a run's mean on the human labels' scale (Angelopoulos et al., 2023):
+    the judge's mean over all ``n_cells`` corrected by its mean error on the ``n_labelled`` labelled ones."""
+
+    judge_mean: float
+    mean: float
+    ci: Interval
+    n_cells: int
+    n_labelled: int
+
+
+def human_scale_mean(scores: Sequence[float], labelled: Sequence[tuple[float, float]]) -> HumanScaleMean | None:
+    """PPI's mean: mean(judge, all cells) - mean(judge - human, labelled cells), with the normal 95% interval of
+    var(judge)/N + var(judge - human)/n. None with fewer than two labelled cells."""
+    import math
+    import statistics
+
+    if len(labelled) < 2 or len(scores) < 2:
+        return None
+    errors = [j - h for j, h in labelled]
+    judge_mean = statistics.fmean(scores)
+    mean = judge_mean - statistics.fmean(errors)
+    half = 1.959963984540054 * math.sqrt(statistics.variance(scores) / len(scores)
+                                         + statistics.variance(errors) / len(errors))
+    return HumanScaleMean(judge_mean=judge_mean, mean=mean, ci=(mean - half, mean + half), n_cells=len(scores),
+                          n_labelled=len(labelled))
+

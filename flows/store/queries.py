@@ -27,6 +27,8 @@ class RunSummary(BaseModel):
     scorers: list[dict[str, Any]]
     # Per scorer judged several times a cell (judge_samples), each cell's scored samples' scores.
     samples: dict[str, list[list[float]]] = {}
+    # Per scorer with cells labelled by a person (`evalduck label`): (the cell's score, the label) of each.
+    labelled: dict[str, list[tuple[float, float]]] = {}
 
 
 def records(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -101,7 +103,17 @@ def run_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> RunSummary:
     samples: dict[str, list[list[float]]] = {}
     for scorer_id, scores in con.execute(_SAMPLES, [run_id]).fetchall():
         samples.setdefault(scorer_id, []).append(scores)
-    return RunSummary(run=run_record(con, run_id), scorers=scorers, samples=samples)
+    labelled: dict[str, list[tuple[float, float]]] = {}
+    for scorer_id, score, value in con.execute(_LABELLED, [run_id]).fetchall():
+        labelled.setdefault(scorer_id, []).append((score, value))
+    return RunSummary(run=run_record(con, run_id), scorers=scorers, samples=samples, labelled=labelled)
+
+
+_LABELLED = """
+    SELECT s.scorer_id, s.score, l.value FROM labels AS l
+    JOIN scores AS s ON s.run_id = l.run_id AND s.item_id = l.item_id AND s.scorer_id = l.scorer_id
+    WHERE l.run_id = ? AND s.status = 'scored' ORDER BY s.scorer_id, s.item_id
+"""
 
 
 _SAMPLES = """

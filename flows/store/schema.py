@@ -100,7 +100,8 @@ INSERT INTO run_scorers SELECT DISTINCT run_id, scorer_id, true FROM scores ORDE
 # v5: the judge as a measured instrument. Repeated judging: per cell, how many samples judged it and their
 # standard deviation (NULL for a cell judged once, as every cell before v5); per sample, what it said
 # (`score_samples`), for the judge's noise. `calibrations`: a judge's agreement with human labels, one row per
-# (scorer id, scorer version, judge model, prompt fingerprint), which the gate's --min-agreement reads.
+# (scorer id, scorer version, judge model, prompt fingerprint), which the gate's --min-agreement reads. `labels`:
+# a person's label of a run's cell (`evalduck label`), one per (run, item, scorer).
 _V5 = """
 ALTER TABLE scores ADD COLUMN samples INTEGER;
 ALTER TABLE scores ADD COLUMN score_sd DOUBLE;
@@ -136,6 +137,14 @@ CREATE TABLE calibrations (
     bias DOUBLE, bias_low DOUBLE, bias_high DOUBLE,
     grid JSON,
     confusion JSON,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE TABLE labels (
+    run_id VARCHAR NOT NULL,
+    item_id VARCHAR NOT NULL,
+    scorer_id VARCHAR NOT NULL,
+    value DOUBLE NOT NULL,
+    labeller VARCHAR,
     created_at TIMESTAMPTZ NOT NULL
 );
 """

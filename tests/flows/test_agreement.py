@@ -63,3 +63,15 @@ def test_ties_a_single_category_and_no_pairs() -> None:
     with pytest.raises(ValueError, match="3 judge scores for 2 labels"):
         agreement([1.0, 0.0, 1.0], [1.0, 0.0])
 
+
+
+def test_the_prediction_powered_mean_corrects_the_judge_by_its_error_on_the_labels() -> None:
+    from evalduck.flows.report.agreement import human_scale_mean
+
+    scores = [1.0, 1.0, 0.5, 1.0, 0.0, 1.0, 0.5, 1.0]
+    labelled = [(1.0, 0.5), (1.0, 1.0), (0.5, 0.0)]  # the judge scores 1/3 high on average there
+    got = human_scale_mean(scores, labelled)
+    assert got is not None and got.judge_mean == pytest.approx(0.75) and got.mean == pytest.approx(0.75 - 1 / 3)
+    low, high = got.ci
+    assert low < got.mean < high and (got.n_cells, got.n_labelled) == (8, 3)
+    assert human_scale_mean(scores, labelled[:1]) is None  # one label: no variance of the error, no interval
