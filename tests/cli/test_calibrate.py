@@ -67,6 +67,10 @@ def test_calibrate_exposes_a_judge_that_reads_yes_backwards_and_the_gate_refuses
     # Two judges on the same outputs: how far they agree is said before the delta (item 5 of issue 26).
     assert trusted.stdout.startswith("hallucination-scorer: the judge changed (openai/inverted prompt ")
     assert "on the 24 cells with the same output they agree at kappa -" in trusted.stdout
+    report = evalduck(folder, "report", good_run, "--against", inverted_run)
+    assert report.returncode == 0, report.stderr
+    page = next((folder / "reports").glob("*.html")).read_text(encoding="utf-8")
+    assert 'class="note judge-change">hallucination-scorer: the judge changed (openai/inverted prompt ' in page
     refused = evalduck(folder, "compare", good_run, inverted_run, "--min-agreement", "0.6")
     assert refused.returncode == 2
     (line,) = refused.stderr.strip().splitlines()

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from evalduck.flows.report.html.direction import scorer_directions
 from evalduck.flows.report.html.reader import Records, one_connection
 from evalduck.flows.report.html.stats import DEFAULT_LAST, ScorerStats, previous_completed, scorer_stats, trend_run_ids
+from evalduck.flows.report.judges import changed_judges
 from evalduck.flows.report.measures import measures_line, scorer_descriptions
 from evalduck.flows.report.noise import JudgeNoise, noise_by_scorer
 from evalduck.flows.store import RunRecord, Store
@@ -138,6 +139,7 @@ class ReportData(BaseModel):
     items_json: str  # the item table (see _ITEMS), as JSON text
     generated_at: datetime
     noise: dict[str, JudgeNoise] = {}  # per scorer judged more than once a cell (flows/report/noise.py)
+    judge_changes: list[str] = []  # a judge scorer whose judge differs from the baseline's (flows/report/judges.py)
 
 
 def gather(
@@ -162,6 +164,7 @@ def gather(
         for row in records(_SAMPLES, {"run": run_id}):
             samples.setdefault(row["scorer_id"], []).append(row["scores"])
     own = [s for s in trend if s.run_id == run_id]
+    changes = changed_judges(store, baseline_id, run_id, {s.scorer_id for s in own}) if baseline_id else []
     skipped = store.skipped_reasons(run_id) if any(s.n_skipped for s in own) else []
     described = scorer_descriptions(runs[run_id].config)
     return ReportData(
@@ -173,7 +176,7 @@ def gather(
         trend_runs=[runs[i] for i in trend_ids], trend=trend,
         against=runs[baseline_id] if baseline_id else None, comparison=comparison, skipped=skipped,
         scorer_ids=table["scorer_ids"] or [], items_json=str(table["items"]), generated_at=datetime.now().astimezone(),
-        noise=noise_by_scorer(samples),
+        noise=noise_by_scorer(samples), judge_changes=changes,
     )
 
 

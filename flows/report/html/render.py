@@ -125,6 +125,6 @@ def render_html(data: ReportData) -> str:
         trend_scorers=sorted({t.scorer_id for t in data.trend}),
         trend_cell=lambda run_id, scorer: by_cell.get((run_id, scorer)),
         against=data.against, comparison=data.comparison, skipped=data.skipped, charts=charts, generated_at=data.generated_at,
-        item_scorers=data.scorer_ids, noise=data.noise,
+        item_scorers=data.scorer_ids, noise=data.noise, judge_changes=data.judge_changes,
         css=_asset("report.css"), js=_asset("report.js"), data_json=_script_json(payload), items_packed=_packed(data.items_json),
     )
