@@ -5,6 +5,11 @@ each once, and a judge that disagrees with itself shows in the summary and in `e
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +26,7 @@ from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, NoisyOpenAISe
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 SCORER = "answer-relevancy-scorer"
+CLI = str(Path(sys.executable).with_name("evalduck"))
 
 
 def _bodies(server: FakeOpenAIServer) -> list[str]:
@@ -117,3 +123,35 @@ def test_a_resume_computes_a_failed_cell_and_stores_each_sample_once(workdir: di
     store = Store(workdir["db"])
     assert store.sql("SELECT count(*), count(DISTINCT (item_id, sample)), count(*) FILTER (status = 'scored') "
                      "FROM score_samples WHERE run_id = ?", [first.run_id]).rows == [(15, 15, 15)]
+
+
+def test_a_killed_run_resumes_with_every_sample_stored_once(judge: FakeOpenAIServer, tmp_path: Path) -> None:
+    from prefect.settings import get_current_settings
+
+    judge.latency = 0.2
+    data = rows(12)
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in data))
+    env = {**os.environ, "PREFECT_API_URL": str(get_current_settings().api.url), "OPENAI_API_KEY": "sk-fake"}
+    args = [CLI, "run", "data.jsonl", "-s", SCORER, "--judge-model", "openai/fake-judge", "--judge-api-base",
+            judge.base_url, "--judge-samples", "3", "--concurrency", "2", "--no-report"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while judge.request_count < 40:  # a few cells done, others in flight
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    store = Store(tmp_path / "evals.duckdb")
+    ((run_id, stored),) = store.sql("SELECT run_id, (SELECT count(*) FROM scores) FROM runs").rows
+    assert 0 < stored < 12
+    done = subprocess.run([*args, "--resume", run_id], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert store.sql("SELECT count(*), count(DISTINCT (item_id, sample)), count(*) FILTER (status = 'scored') "
+                     "FROM score_samples WHERE run_id = ?", [run_id]).rows == [(36, 36, 36)]
+    assert store.sql("SELECT count(*), min(samples) FROM scores WHERE run_id = ? AND status = 'scored'",
+                     [run_id]).rows == [(12, 3)]
