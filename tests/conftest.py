@@ -52,6 +52,16 @@ def pytest_collection_modifyitems(items: list) -> None:  # type: ignore[type-arg
     items.sort(key=lambda item: (item.get_closest_marker("e2e") is not None, "stack" in item.fixturenames))
 
 
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """One Prefect test harness (a temporary server) for the whole session: flows in this process, and CLI
+    processes given its PREFECT_API_URL, record to it instead of starting a temporary server each (~10 s)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
 @pytest.fixture(scope="module")
 def dask_cluster() -> Iterator[Any]:
     """A real Dask ``LocalCluster`` of 2 worker processes (4 threads each) on 127.0.0.1, shared by one test

@@ -22,9 +22,17 @@ CLI = str(Path(sys.executable).with_name("evalduck"))
 LABELS = CHECKOUT / "datasets" / "labels" / "rag-hallucination.jsonl"
 
 
+def _env() -> dict[str, str]:
+    """The user's environment, recording to the session's Prefect server (a temporary one per command costs
+    ~10 s each: tests/conftest.py's harness)."""
+    from prefect.settings import get_current_settings
+
+    environ = {k: v for k, v in os.environ.items() if k != "EVALDUCK_EPHEMERAL"}
+    return {**environ, "OPENAI_API_KEY": "sk-fake-key-for-tests", "PREFECT_API_URL": str(get_current_settings().api.url)}
+
+
 def evalduck(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OPENAI_API_KEY": "sk-fake-key-for-tests", "EVALDUCK_EPHEMERAL": "1"}
-    return subprocess.run([CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=180, env=env,
+    return subprocess.run([CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=180, env=_env(),
                           stdin=subprocess.DEVNULL)
 
 
@@ -36,7 +44,7 @@ def judges() -> Iterator[dict[str, str]]:
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
+def folder(tmp_path: Path, prefect_harness: None) -> Path:
     shutil.copy(CHECKOUT / "datasets" / "rag.jsonl", tmp_path / "rag.jsonl")
     return tmp_path
 
@@ -82,7 +90,7 @@ def test_calibrate_exposes_a_judge_that_reads_yes_backwards_and_the_gate_refuses
               f"run_evals('rag.jsonl', scorers=[{{'id': 'hallucination-scorer', 'options': {{'scale': 2.0}}}}], "
               f"judge_model='openai/good', judge_api_base={judges['good']!r}, name='scaled', report=False)\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=folder, capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "OPENAI_API_KEY": "sk-fake", "EVALDUCK_EPHEMERAL": "1"})
+                          env=_env())
     assert done.returncode == 0, done.stderr
     changed = evalduck(folder, "compare", good_run, "scaled", "--min-agreement", "0.6")
     assert changed.returncode == 2

@@ -1,5 +1,5 @@
-"""Flow tests: one Prefect test harness for the session (PREFECT_HOME is already private, see
-tests/conftest.py), and fake OpenAI-compatible servers on 127.0.0.1 for the judge and the target."""
+"""Flow tests: fake OpenAI-compatible servers on 127.0.0.1 for the judge and the target (the session's Prefect
+test harness is tests/conftest.py's)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,6 @@ from pathlib import Path
 import pytest
 
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
-
-
-@pytest.fixture(scope="session")
-def prefect_harness() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
 
 
 @pytest.fixture
