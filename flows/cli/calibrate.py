@@ -45,6 +45,9 @@ def calibrate(
                                                        "label` (instead of LABELS); its cells are the judge's")] = None,
     dataset: Annotated[Optional[Path], typer.Option(help="The items the labels name by id, when the labels file "
                                                     "does not carry them (its rows' input, output...)")] = None,
+    category: Annotated[Optional[list[str]], typer.Option(
+        "--category", help="A category label's score, NAME=SCORE (repeatable; e.g. --category yes=1 --category no=0): "
+        "category labels are compared as these scores")] = None,
     judge_model: Annotated[Optional[str], typer.Option(help="litellm model for the judge [default: "
                                                        "EVALDUCK_JUDGE_MODEL]")] = None,
     judge_api_base: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server for the judge")] = None,
@@ -60,9 +63,7 @@ def calibrate(
         labels_file = Path(labels.path)
     else:
         labels = load_labels(labels_file)  # type: ignore[arg-type]
-    if not labels.numeric:
-        fail(value_error(label(ctx, "labels_file"), labels_file, "has category labels; label each item with a score "
-                         "in the scorer's range (e.g. 0 or 1 for a yes/no verdict)"), ctx)
+    labels = labels.scored(_categories(ctx, category or []))
     if run is None:
         run = _judge(ctx, labels, scorer, dataset, judge_model, judge_api_base, judge_samples)
     with _store(ctx) as store:
@@ -80,6 +81,20 @@ def calibrate(
     with _store(ctx, reader=False) as store:
         save_calibration(store, key, stats.model_dump(), labels=str(labels_file), run_id=run_id)  # type: ignore[arg-type]
     _print(stats, key, run_id, missing)  # type: ignore[arg-type]
+
+
+def _categories(ctx: typer.Context, given: list[str]) -> dict[str, float]:
+    """``--category NAME=SCORE`` options as a table; a usage error for one that is not NAME=number."""
+    table = {}
+    for text in given:
+        name, _, score = text.partition("=")
+        try:
+            table[name.strip()] = float(score)
+        except ValueError:
+            fail(value_error(label(ctx, "category"), text, "must be NAME=SCORE with a number (e.g. yes=1)"), ctx)
+        if not name.strip():
+            fail(value_error(label(ctx, "category"), text, "must name the category before = (e.g. yes=1)"), ctx)
+    return table
 
 
 def _stored_labels(ctx: typer.Context, run: str, scorer: str) -> Labels:

@@ -7,7 +7,7 @@ JSON, CSV, Parquet), with every bad row named by file and line. A row may carry 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,23 @@ class Labels:
     def numeric(self) -> bool:
         return all(isinstance(label.value, float) for label in self.labels)
 
+    def scored(self, categories: Mapping[str, float]) -> Labels:
+        """These labels with each category replaced by its score in ``categories`` (case-insensitive), so they
+        compare with the judge's scores.
+
+        Raises:
+            DatasetError: a category ``categories`` does not name, with its file and line.
+        """
+        table = {name.strip().lower(): value for name, value in categories.items()}
+        unknown = [f"{lab.where}: category {lab.value!r} has no score: give it one with --category "
+                   f"{lab.value}=SCORE" for lab in self.labels
+                   if isinstance(lab.value, str) and lab.value.strip().lower() not in table]
+        if unknown:
+            raise DatasetError(unknown, path=self.path)
+        mapped = tuple(replace(lab, value=table[lab.value.strip().lower()]) if isinstance(lab.value, str) else lab
+                       for lab in self.labels)
+        return replace(self, labels=mapped)
+
 
 def _value(raw: Any) -> float | str:
     """A label as given: a number (a score), else a non-empty category; ValueError otherwise."""
@@ -85,7 +102,7 @@ def load_labels(path: str | Path) -> Labels:
         DatasetPathError: a missing file, a folder, or an unknown format.
         DatasetError: bad rows, or the same item labelled twice.
     """
-    located = located_rows(path)
+    located = located_rows(path, needed="label")
     problems: list[str] = []
     labels: list[Label] = []
     for where, raw in located:

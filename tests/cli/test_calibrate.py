@@ -106,5 +106,14 @@ def test_bad_labels_are_named_by_file_and_line(folder: Path) -> None:
     for expected in ("bad.jsonl line 2: missing `label`", "bad.jsonl line 3: needs `id`, or `input` and `output`",
                      "bad.jsonl line 4: item rag-01 is labelled already at bad.jsonl line 1", "bad.jsonl line 5"):
         assert expected in done.stderr, done.stderr
+    (folder / "verdicts.jsonl").write_text('{"id": "rag-01", "label": "no"}\n{"id": "rag-02", "label": "Yes"}\n'
+                                           '{"id": "rag-03", "label": "maybe"}\n')
+    unmapped = evalduck(folder, "calibrate", "verdicts.jsonl", "-s", "hallucination-scorer", "--dataset", "rag.jsonl",
+                        "--category", "yes=1", "--category", "no=0")
+    assert unmapped.returncode == 1
+    assert ("verdicts.jsonl line 3: category 'maybe' has no score: give it one with --category maybe=SCORE"
+            in unmapped.stderr)
+    bad_option = evalduck(folder, "calibrate", "verdicts.jsonl", "-s", "hallucination-scorer", "--category", "yes")
+    assert bad_option.returncode == 2 and "--category 'yes': must be NAME=SCORE" in bad_option.stderr
     ids_only = evalduck(folder, "calibrate", str(LABELS), "-s", "hallucination-scorer")
     assert ids_only.returncode == 2 and "give the dataset they are in with --dataset" in ids_only.stderr

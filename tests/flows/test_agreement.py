@@ -4,6 +4,7 @@ weighted kappa, the krippendorff package's alpha, scipy's Spearman; and their ed
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import krippendorff
 import pytest
@@ -75,3 +76,14 @@ def test_the_prediction_powered_mean_corrects_the_judge_by_its_error_on_the_labe
     low, high = got.ci
     assert low < got.mean < high and (got.n_cells, got.n_labelled) == (8, 3)
     assert human_scale_mean(scores, labelled[:1]) is None  # one label: no variance of the error, no interval
+
+
+def test_category_labels_become_the_scores_they_are_given(tmp_path: Path) -> None:
+    from evalduck.flows.inputs.labels import load_labels
+
+    path = tmp_path / "verdicts.csv"
+    path.write_text("id,label\na,yes\nb,No\nc,0.5\n")
+    labels = load_labels(path)
+    assert not labels.numeric
+    scored = labels.scored({"yes": 1.0, "no": 0.0})
+    assert scored.numeric and [lab.value for lab in scored.labels] == [1.0, 0.0, 0.5]

@@ -98,10 +98,10 @@ def _json_rows(path: Path) -> list[tuple[str, Any]]:
     return located
 
 
-def _csv_rows(path: Path) -> Iterator[tuple[str, Any]]:
+def _csv_rows(path: Path, needed: str = "input") -> Iterator[tuple[str, Any]]:
     """CSV rows, each located by the file line it starts on (a quoted cell may span lines): empty cells are
     absent; requestContext/metadata cells hold JSON objects, context/expectedToolOrder cells JSON arrays (a
-    context cell of plain text is one passage)."""
+    context cell of plain text is one passage). A header without the ``needed`` column is the file's error."""
     with path.open(encoding=_ENCODING, newline="") as fh:
         reader = csv.reader(fh)
         header: list[str] | None = None
@@ -113,9 +113,10 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, Any]]:
                     continue
                 if header is None:
                     header = cells
-                    if "input" not in header:
-                        raise DatasetError([f"{where}: no `input` column (the columns are "
-                                            f"{', '.join(map(repr, header))}); name the question column `input`"],
+                    if needed not in header:
+                        what = "the question column" if needed == "input" else "that column"
+                        raise DatasetError([f"{where}: no `{needed}` column (the columns are "
+                                            f"{', '.join(map(repr, header))}); name {what} `{needed}`"],
                                            path=str(path))
                     continue
                 yield where, (BadRow("more cells than header columns") if len(cells) > len(header)
@@ -172,9 +173,9 @@ def load_dataset(path: str | Path) -> Dataset:
     return validate_rows(located_rows(path), str(path), path=str(path))
 
 
-def located_rows(path: str | Path) -> Sequence[tuple[str, Any]]:
+def located_rows(path: str | Path, needed: str = "input") -> Sequence[tuple[str, Any]]:
     """A dataset-like file's rows, each with where it is ("data.jsonl line 3"), unvalidated: a dataset's, and
-    a labels file's (flows/inputs/labels.py), read the same way.
+    a labels file's (flows/inputs/labels.py), read the same way; ``needed``, the column a CSV must have.
 
     Raises:
         DatasetPathError: a missing file, a folder, or an unknown format.
@@ -194,7 +195,7 @@ def located_rows(path: str | Path) -> Sequence[tuple[str, Any]]:
     elif suffix == ".json":
         located = _json_rows(path)
     elif suffix == ".csv":
-        located = list(_csv_rows(path))
+        located = list(_csv_rows(path, needed))
     else:
         located = _parquet_rows(path)
     return located
