@@ -21,6 +21,7 @@ from test_schema import V3_RUNS
 
 from evalduck.flows.report.html import write_report
 from evalduck.flows.store import ScoreRow, Store, lake
+from evalduck.flows.store import runs as runs_module
 from evalduck.flows.store import schema as schema_module
 from evalduck.flows.store import store as store_module
 from evalduck.flows.store.schema import SCHEMA_VERSION, migrate
@@ -73,10 +74,11 @@ def test_two_writers_of_one_run_and_a_third_write_every_cell_once(pg: str, tmp_p
 
 
 def _overlap(monkeypatch: pytest.MonkeyPatch, function: str, writes: list[Callable[[], object]],
-             when: Callable[..., bool] = lambda *args: True) -> None:
-    """Each of `writes` in its own thread, pausing after its first call of store.py's `function` (that `when`
-    accepts) until every one has made it: their transactions overlap before any commits. A retry goes straight on."""
-    real = getattr(store_module, function)
+             when: Callable[..., bool] = lambda *args: True, module: Any = store_module) -> None:
+    """Each of `writes` in its own thread, pausing after its first call of `module`'s `function` (store.py's by
+    default; that `when` accepts) until every one has made it: their transactions overlap before any commits. A
+    retry goes straight on."""
+    real = getattr(module, function)
     both_done = threading.Barrier(len(writes), timeout=60)
     waited: list[str] = []
 
@@ -86,7 +88,7 @@ def _overlap(monkeypatch: pytest.MonkeyPatch, function: str, writes: list[Callab
             waited.append(function)
             both_done.wait()
 
-    monkeypatch.setattr(store_module, function, then_wait)
+    monkeypatch.setattr(module, function, then_wait)
     errors: list[BaseException] = []
 
     def run(write: Callable[[], object]) -> None:
@@ -130,7 +132,8 @@ def test_two_overlapping_starts_of_one_run_record_it_and_its_scorers_once(pg: st
     def start(directions: dict[str, bool]) -> Callable[[], object]:
         return lambda: store.start_run("r", "r", "d.jsonl", "h", {}, directions=directions)
 
-    _overlap(monkeypatch, "replace_run_rows", [start({"tone": True, "bias": False}), start({"tone": True, "bias": True})])
+    _overlap(monkeypatch, "replace_run_rows", [start({"tone": True, "bias": False}), start({"tone": True, "bias": True})],
+             module=runs_module)  # a run's lifecycle rows are written by store/runs.py
     assert store.sql("SELECT count(*) FROM runs").rows == [(1,)]
     rows = store.sql("SELECT scorer_id, higher_is_better FROM run_scorers ORDER BY scorer_id").rows
     assert rows in ([("bias", False), ("tone", True)], [("bias", True), ("tone", True)]), rows
