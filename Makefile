@@ -63,7 +63,7 @@ stop:
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q --durations=25
 
-# The everyday loop (~35 s here): the tests that start nothing, i.e. neither a Prefect server (e2e, harness), a
+# The everyday loop (under a minute here): the tests that start nothing, i.e. neither a Prefect server (e2e, harness), a
 # Dask cluster nor a process (markers set by tests/conftest.py from each test's fixtures and module).
 test-fast: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q -m "not e2e and not harness and not dask and not subprocess"

@@ -86,14 +86,27 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _ended_or_orphaned(api: PrefectApi, flow_run_id: str, killed: float) -> str | None:
-    """The run's terminal state type, "ORPHANED" when nothing will ever report one, else None (still going)."""
+# How long a run whose worker died may go on without ending before the operator gives up on it: an orphaned
+# process can hang (seen once with a Dask run: its LocalCluster's processes outlived the worker, the run never
+# ended); the operator then kills it and resumes its eval run, as the test does below.
+ORPHAN_PATIENCE_S = 150
+
+
+def _ended_or_orphaned(api: PrefectApi, flow_run_id: str, killed: float, live_workers: set[int]) -> str | None:
+    """The run's terminal state type, "ORPHANED" when nothing will ever report one (its process gone, or a process
+    no live worker is the parent of, still not done ORPHAN_PATIENCE_S after the kill: killed here), else None."""
     run = api.get(f"/flow_runs/{flow_run_id}")
     if run["state_type"] in TERMINAL:
         return str(run["state_type"])
     pid = run.get("infrastructure_pid")
     if pid:
-        return None if _alive(int(str(pid).rsplit(":", 1)[-1])) else "ORPHANED"
+        process = int(str(pid).rsplit(":", 1)[-1])
+        if not _alive(process):
+            return "ORPHANED"
+        if time.monotonic() - killed > ORPHAN_PATIENCE_S and _ppid(process) not in live_workers:
+            os.kill(process, signal.SIGKILL)
+            return "ORPHANED"
+        return None
     # Pending with no process: its worker died between taking it and starting it (a live one takes ~1 s).
     return "ORPHANED" if run["state_type"] == "PENDING" and time.monotonic() - killed > 60 else None
 
@@ -143,7 +156,8 @@ def test_two_workers_two_runs_at_once_a_worker_killed_every_cell_once(cluster: d
     killed = time.monotonic()
     flows = {"first": (first, "demo", {}), "second": (second, "nightly", {}), "third": (third, "smoke", DASK)}
     for name, (run, deployment, extra) in flows.items():
-        state = wait_for(f"{name} to finish or be orphaned", partial(_ended_or_orphaned, api, run["id"], killed),
+        state = wait_for(f"{name} to finish or be orphaned",
+                         partial(_ended_or_orphaned, api, run["id"], killed, {w.pid for w in workers if w.poll() is None}),
                          timeout=300, every=0.5)
         if state == "ORPHANED":
             api.post(f"/flow_runs/{run['id']}/set_state",

@@ -160,3 +160,16 @@ def test_compare_says_how_much_of_the_delta_is_the_judge(tmp_path: Path) -> None
     assert done.exit_code == 0 and "of answer-relevancy-scorer's paired-delta variance" in done.stdout
     one = delta_noise_line({**row, "judge_var_a": None, "k_a": None})
     assert "run A judged 1x" in one and "run A's judge noise unknown" in one
+
+
+def test_the_prompt_fingerprint_follows_what_makes_the_judgement() -> None:
+    base = create_answer_relevancy_scorer(model="openai/a")
+    assert base.prompt_fingerprint() == create_answer_relevancy_scorer(model="openai/b").prompt_fingerprint()
+    assert base.prompt_fingerprint() == base.sampled(2).prompt_fingerprint()  # a sample's seed is no other judge
+    assert base.prompt_fingerprint() != create_answer_relevancy_scorer(
+        model="openai/a", uncertainty_weight=0.9).prompt_fingerprint()  # another scoring rule
+    assert base.prompt_fingerprint() != create_answer_relevancy_scorer(model="openai/a",
+                                                                       temperature=0.7).prompt_fingerprint()
+    from evalduck.scorers import PREBUILT
+
+    assert PREBUILT["tone-scorer"].factory({}).prompt_fingerprint() is None  # a code scorer has no judge
