@@ -6,7 +6,7 @@ existing run (`--run`). Statistics: flows/report/agreement.py; what they mean: d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
@@ -22,6 +22,7 @@ from evalduck.flows.report.text import literal
 from evalduck.flows.store import Store
 from evalduck.flows.store.calibrations import run_judges, save_calibration
 from evalduck.flows.store.labels import run_labels
+from evalduck.flows.store.queries import json_value
 
 __all__ = ("calibrate",)
 
@@ -136,7 +137,7 @@ def _pairs(store: Store, run_id: str, scorer: str, labels: Labels) -> tuple[list
     by_key: dict[str, float] = {}
     for item_id, score, input_, output in store.sql(_CELLS, [run_id, scorer]).rows:
         by_id[item_id] = score
-        by_key[item_key(_json(input_), _json(output))] = score
+        by_key[item_key(json_value(input_), json_value(output))] = score
     judge, human = [], []
     for lab in labels.labels:
         found = by_id.get(lab.item_id) if lab.item_id is not None else by_key.get(lab.key or "")
@@ -145,11 +146,6 @@ def _pairs(store: Store, run_id: str, scorer: str, labels: Labels) -> tuple[list
             human.append(float(lab.value))
     return judge, human, len(labels.labels) - len(judge)
 
-
-def _json(text: Any) -> Any:
-    import json
-
-    return None if text is None else json.loads(text)
 
 
 def _print(stats: Agreement, key: dict[str, str], run_id: str, missing: int) -> None:

@@ -18,6 +18,7 @@ from evalduck.flows.cli.errors import value_error
 from evalduck.flows.cli.results import _consoles, _store
 from evalduck.flows.report.text import literal
 from evalduck.flows.store.labels import cells_to_label, run_labels
+from evalduck.flows.store.queries import json_value
 
 __all__ = ("label",)
 
@@ -82,13 +83,9 @@ def _export(path: Path, cells: list[dict[str, object]], labels: dict[str, dict[s
         given = labels.get(str(cell["item_id"]))
         if given is None:
             continue
-        rows.append({"id": cell["item_id"], "label": given["value"], "input": _decoded(cell["input"]),
-                     "output": _decoded(cell["output"]), "groundTruth": _decoded(cell["ground_truth"]),
+        rows.append({"id": cell["item_id"], "label": given["value"], "input": json_value(cell["input"]),
+                     "output": json_value(cell["output"]), "groundTruth": json_value(cell["ground_truth"]),
                      "metadata": {"labeller": given["labeller"], "labelled_at": str(given["created_at"])}})
     path.write_text("".join(json.dumps({k: v for k, v in r.items() if v is not None}, ensure_ascii=False) + "\n"
                             for r in rows), encoding="utf-8")
     _consoles.out.print(literal(f"{len(rows)} label(s) written to ", str(path)), soft_wrap=True)
-
-
-def _decoded(text: object) -> object:
-    return json.loads(text) if isinstance(text, str) else text

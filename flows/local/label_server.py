@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 from evalduck.flows.report.label_page import PAGE
 from evalduck.flows.store import Store
 from evalduck.flows.store.labels import cells_to_label, forget_label, save_label
+from evalduck.flows.store.queries import json_value
 
 __all__ = ("LabelServer",)
 
@@ -39,7 +40,7 @@ class LabelServer(ThreadingHTTPServer):
 
     def cells(self) -> dict[str, Any]:
         return {"run": self.run_id, "scorer": self.scorer_id, "scale": self.scale,
-                "cells": [{**c, **{k: _decoded(c[k]) for k in ("input", "output", "ground_truth")}}
+                "cells": [{**c, **{k: json_value(c[k]) for k in ("input", "output", "ground_truth")}}
                           for c in cells_to_label(self.store, self.run_id, self.scorer_id)]}
 
     def label(self, body: dict[str, Any]) -> None:
@@ -54,9 +55,6 @@ class LabelServer(ThreadingHTTPServer):
             raise ValueError(f"a label is one of {self.scale}, got {value!r}")
         save_label(self.store, self.run_id, item_id, self.scorer_id, float(value), self.labeller)
 
-
-def _decoded(text: Any) -> Any:
-    return json.loads(text) if isinstance(text, str) else text
 
 
 class _Handler(BaseHTTPRequestHandler):

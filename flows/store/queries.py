@@ -8,6 +8,7 @@ else; `where` is what a message names (the file, or the lake's masked URL).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import duckdb
@@ -17,7 +18,8 @@ from evalduck.flows.store.errors import UnknownRunError
 from evalduck.flows.store.models import RunRecord
 
 __all__ = ("RunSummary", "resolve", "completed_cells", "last_completed", "run_record", "run_summary", "worst_items",
-           "skipped_reasons", "compare", "item_deltas", "records", "decode_config")
+           "skipped_reasons", "compare", "item_deltas", "records", "decode_config", "json_value", "samples_by_scorer",
+           "SAMPLES_SQL")
 
 
 class RunSummary(BaseModel):
@@ -35,6 +37,25 @@ def records(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """A cursor's rows as dicts by column name."""
     columns = [d[0] for d in cursor.description or ()]
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def json_value(value: Any) -> Any:
+    """A JSON column's value as stored: DuckDB hands JSON back as text, parsed here (text that is not JSON is
+    returned as it is)."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def samples_by_scorer(rows: Iterable[tuple[str, list[float]]]) -> dict[str, list[list[float]]]:
+    """SAMPLES_SQL's rows (scorer id, one cell's scored samples) grouped by scorer, cells in item order."""
+    samples: dict[str, list[list[float]]] = {}
+    for scorer_id, scores in rows:
+        samples.setdefault(scorer_id, []).append(list(scores))
+    return samples
 
 
 def decode_config(record: dict[str, Any]) -> dict[str, Any]:
@@ -100,9 +121,7 @@ def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> RunRecord:
 def run_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> RunSummary:
     """The run (by id) and its per-scorer summary rows."""
     scorers = records(con.execute("SELECT * FROM run_scorer_summary WHERE run_id = ? ORDER BY scorer_id", [run_id]))
-    samples: dict[str, list[list[float]]] = {}
-    for scorer_id, scores in con.execute(_SAMPLES, [run_id]).fetchall():
-        samples.setdefault(scorer_id, []).append(scores)
+    samples = samples_by_scorer(con.execute(SAMPLES_SQL, {"run": run_id}).fetchall())
     labelled: dict[str, list[tuple[float, float]]] = {}
     for scorer_id, score, value in con.execute(_LABELLED, [run_id]).fetchall():
         labelled.setdefault(scorer_id, []).append((score, value))
@@ -116,9 +135,10 @@ _LABELLED = """
 """
 
 
-_SAMPLES = """
-    SELECT scorer_id, list(score ORDER BY sample) FROM score_samples
-    WHERE run_id = ? AND status = 'scored' GROUP BY scorer_id, item_id ORDER BY scorer_id, item_id
+# Each cell's scored samples (repeated judging), per scorer: what the judge's noise is measured on.
+SAMPLES_SQL = """
+    SELECT scorer_id, list(score ORDER BY sample) AS scores FROM score_samples
+    WHERE run_id = $run AND status = 'scored' GROUP BY scorer_id, item_id ORDER BY scorer_id, item_id
 """
 
 

@@ -8,7 +8,6 @@ the chart library from the scores themselves.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +20,7 @@ from evalduck.flows.report.judges import changed_judges
 from evalduck.flows.report.measures import measures_line, scorer_descriptions
 from evalduck.flows.report.noise import JudgeNoise, noise_by_scorer
 from evalduck.flows.store import RunRecord, Store
+from evalduck.flows.store.queries import SAMPLES_SQL, json_value, samples_by_scorer
 
 __all__ = ("MOVED_ITEMS", "Header", "ScorerSection", "MovedItem", "ScorerComparison", "ReportData", "gather")
 
@@ -49,9 +49,6 @@ WHERE i.run_id = $run
 """
 
 _SCORES = "SELECT scorer_id, list(score) AS scores FROM scores WHERE run_id = $run AND score IS NOT NULL GROUP BY scorer_id"
-# Each cell's scored samples (repeated judging), for the judge's noise.
-_SAMPLES = """SELECT scorer_id, list(score ORDER BY sample) AS scores FROM score_samples
-WHERE run_id = $run AND status = 'scored' GROUP BY scorer_id, item_id ORDER BY scorer_id, item_id"""
 
 _MOVED = """
 SELECT d.item_id, d.score_a, d.score_b, d.delta, d.status_a, d.status_b, d.reason_a, d.reason_b, d.error, d.input,
@@ -67,16 +64,6 @@ WHERE d.delta IS NOT NULL AND abs(d.delta) > 1e-9
 ORDER BY abs(d.delta) DESC, d.item_id
 LIMIT $limit
 """
-
-
-def _json(value: Any) -> Any:
-    """A JSON column as stored (DuckDB hands JSON back as text)."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 class Header(BaseModel):
@@ -160,9 +147,7 @@ def gather(
         (table,) = records(_ITEMS, {"run": run_id})
         scores = {r["scorer_id"]: r["scores"] for r in records(_SCORES, {"run": run_id})}
         comparison = _comparison(records, baseline_id, run_id, directions) if baseline_id is not None else []
-        samples: dict[str, list[list[float]]] = {}
-        for row in records(_SAMPLES, {"run": run_id}):
-            samples.setdefault(row["scorer_id"], []).append(row["scores"])
+        samples = samples_by_scorer((r["scorer_id"], r["scores"]) for r in records(SAMPLES_SQL, {"run": run_id}))
     own = [s for s in trend if s.run_id == run_id]
     changes = changed_judges(store, baseline_id, run_id, {s.scorer_id for s in own}) if baseline_id else []
     skipped = store.skipped_reasons(run_id) if any(s.n_skipped for s in own) else []
@@ -182,7 +167,7 @@ def gather(
 
 def _runs(records: Records, run_ids: list[str]) -> dict[str, RunRecord]:
     rows = records("SELECT * FROM run_overview WHERE list_contains(?, run_id)", [sorted(set(run_ids))])
-    return {r["run_id"]: RunRecord.model_validate({**r, "config": _json(r["config"])}) for r in rows}
+    return {r["run_id"]: RunRecord.model_validate({**r, "config": json_value(r["config"])}) for r in rows}
 
 
 def _header(record: RunRecord, own: list[ScorerStats], ui_url: str | None) -> Header:
@@ -204,8 +189,8 @@ def _comparison(records: Records, a: str, b: str, directions: dict[str, bool]) -
         moved = [
             MovedItem(
                 item_id=m["item_id"], moved="improved" if (m["delta"] > 0) == better else "regressed",
-                delta=m["delta"], score_a=m["score_a"], score_b=m["score_b"], input=_json(m["input"]),
-                output_a=_json(m["output_a"]), output_b=_json(m["output_b"]), reason_a=m["reason_a"],
+                delta=m["delta"], score_a=m["score_a"], score_b=m["score_b"], input=json_value(m["input"]),
+                output_a=json_value(m["output_a"]), output_b=json_value(m["output_b"]), reason_a=m["reason_a"],
                 reason_b=m["reason_b"],
                 steps_a=_steps(m["preprocess_a"], m["analyze_a"]), steps_b=_steps(m["preprocess_b"], m["analyze_b"]),
             )
@@ -216,4 +201,4 @@ def _comparison(records: Records, a: str, b: str, directions: dict[str, bool]) -
 
 
 def _steps(preprocess: Any, analyze: Any) -> dict[str, Any]:
-    return {k: v for k, v in (("preprocess", _json(preprocess)), ("analyze", _json(analyze))) if v is not None}
+    return {k: v for k, v in (("preprocess", json_value(preprocess)), ("analyze", json_value(analyze))) if v is not None}
