@@ -60,8 +60,21 @@ serve: $(STAMP)
 stop:
 	$(BIN)/evalduck stop
 
+# The suite as two pytest processes at once, one per core (a single one left a third of the 2 cores idle:
+# docs/benchmarks.md): the tests that run the product as a user does (tests/cli, tests/install, tests/e2e,
+# whose slow set-ups start in the background, tests/e2e/early.py) and all the others (tests/ but those). The
+# first prints as it goes; the second's output follows once both ended. Fails when either fails.
+TEST_USER_SIDE := tests/cli tests/install tests/e2e
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest -q --durations=25
+	@rest=$$(mktemp "$${TMPDIR:-/tmp}/evalduck-test-rest.XXXXXX"); \
+	$(BIN)/python -m pytest -q --durations=15 tests $(TEST_USER_SIDE:%=--ignore=%) > "$$rest" 2>&1 & \
+	other=$$!; \
+	trap 'kill $$other 2>/dev/null' INT TERM; \
+	echo "== $(TEST_USER_SIDE) (the rest of tests/ runs alongside; its output follows)"; \
+	$(BIN)/python -m pytest -q --durations=15 $(TEST_USER_SIDE); first=$$?; \
+	wait $$other; second=$$?; \
+	echo "== the rest of tests/"; cat "$$rest"; rm -f "$$rest"; \
+	test $$first = 0 && test $$second = 0
 
 # The everyday loop (under a minute here): the tests that start nothing, i.e. neither a Prefect server (e2e, harness), a
 # Dask cluster nor a process (markers set by tests/conftest.py from each test's fixtures and module).

@@ -167,13 +167,20 @@ def test_a_killed_ci_run_leaves_no_server_behind(folder: tuple[Path, dict[str, s
     """SIGKILL mid-run: the run's server (ours, armed to die with its parent) goes too."""
     cwd, env = folder
     (cwd / "slow_target.py").write_text("import time\ndef answer(question):\n    time.sleep(60)\n    return 'late'\n")
-    proc = subprocess.Popen([CLI, "run", "data.jsonl", "-s", "tone-scorer", "--target", "slow_target:answer"],
-                            cwd=cwd, env={**env, "CI": "true"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = cwd / "cli.log"
+    with log.open("wb") as out:  # PYTHONFAULTHANDLER: a CLI stuck before its server prints its threads on SIGABRT
+        proc = subprocess.Popen([CLI, "run", "data.jsonl", "-s", "tone-scorer", "--target", "slow_target:answer", "-v"],
+                                cwd=cwd, env={**env, "CI": "true", "PYTHONFAULTHANDLER": "1"},
+                                stdout=out, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 120
-        while len(ours(env)) < 2 and time.monotonic() < deadline:  # the CLI and its server
+        deadline = time.monotonic() + 240
+        while len(ours(env)) < 2 and proc.poll() is None and time.monotonic() < deadline:  # the CLI and its server
             time.sleep(0.2)
-        assert len(ours(env)) >= 2, "the run's server never started"
+        if len(ours(env)) < 2:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGABRT)
+                proc.wait(timeout=30)
+            pytest.fail(f"the run's server never started (the CLI: exit {proc.returncode}):\n{log.read_text()[-6000:]}")
         time.sleep(2)  # into the run itself
     finally:
         proc.kill()
