@@ -2,8 +2,9 @@
 
 Why: each is a real server start (the e2e installation, a folder's first `evalduck run`, a CI run's temporary
 server: 35-55 s each here), mostly on one core, and the e2e tests run last (tests/conftest.py), after
-~10 minutes of unit and flow tests that leave the second core idle much of the time. Started then, they are
-done by the time their tests ask; the tests assert exactly what they asserted when they did the work themselves.
+minutes of CLI and installation tests (`make test` runs them in one process, beside another for the rest of the
+suite) that wait on their subprocesses much of the time. Started then, they are done by the time their tests
+ask; the tests assert exactly what they asserted when they did the work themselves.
 
 One job at a time, in the order they were registered, so the jobs take at most one core from the tests
 running meanwhile. A job registered ``late`` starts with the first e2e test instead (the e2e installation:
