@@ -1,0 +1,296 @@
+"""A sweep file: one eval's configuration (``base``) and the candidates to compare on it, either the Cartesian
+product of ``axes`` or an explicit ``candidates`` list, each run ``repeat`` times, one of them the ``baseline``.
+
+Why a file of its own and not N run commands: the candidates of one sweep must differ only where the file says
+they do (same dataset, scorers, judge and options otherwise), so that their paired comparison means what it
+says. Every problem is found before anything runs and named by file and line, as dataset errors are.
+
+    base:                                  # an EvalConfig: dataset, scorers, judge, run options
+      dataset: datasets/demo.jsonl
+      scorers: [tone-scorer, answer-relevancy-scorer]
+    axes:                                  # or `candidates:`, a list of mappings of the same keys
+      target: [examples.sweep_targets:terse, examples.sweep_targets:chatty]
+      target_system_prompt: ["file:prompts/terse.txt", "Answer in full sentences."]
+      answer-relevancy-scorer.threshold: [0.5, 0.7]    # a scorer's option: <scorer id>.<option>
+    repeat: 2                              # runs of each candidate, to see run-to-run noise
+    baseline: {target: examples.sweep_targets:terse}   # or a candidate's label; default: the first
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalduck.errors import EvalduckError
+from evalduck.flows.config import EvalConfig, RunOptions
+from evalduck.flows.inputs.yaml_lines import Located, YamlFileError, read_yaml
+
+__all__ = ("AXES", "Candidate", "Sweep", "SweepFileError", "load_sweep", "sweep_from_data")
+
+# The fields a candidate may set: what is evaluated and by which judge. Run options (concurrency, rates, the
+# store...) are the sweep's, the same for every candidate; dataset and scorers are what makes them comparable.
+AXES = ("target", "target_system_prompt", "target_api_base", "judge_model", "judge_api_base")
+FILE_PREFIX = "file:"  # a target_system_prompt read from a file (relative to the working directory)
+_LABEL_WIDTH = 28
+_MAX_REPEAT = 20
+
+
+class SweepFileError(EvalduckError, ValueError):
+    """A sweep file that cannot be used: every problem found, each naming its file and line."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(dict.fromkeys(problems))  # a base problem is found once per candidate
+        super().__init__("\n".join(self.problems))
+
+
+class _SweepFile(BaseModel):
+    """The file's shape; what depends on several values (labels, the baseline, each candidate's config) is
+    checked by ``sweep_from_data``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, description="The sweep's name (default: the file's stem).")
+    base: dict[str, Any] = Field(description="The eval every candidate runs: an EvalConfig's fields.")
+    axes: dict[str, list[Any]] = Field(default_factory=dict, description="Values per field; candidates: their product.")
+    candidates: list[dict[str, Any]] = Field(default_factory=list, description="Candidates, listed one by one.")
+    repeat: int = Field(default=1, ge=1, le=_MAX_REPEAT, description="Runs of each candidate.")
+    baseline: str | dict[str, Any] | None = Field(default=None, description="The candidate the others are compared to.")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate of a sweep: its label, the values that set it apart, and the eval run it is."""
+
+    label: str
+    values: Mapping[str, Any]  # axis (or scorer option) -> value as written in the file
+    config: EvalConfig
+    where: str  # "sweep.yaml line 12": where its values are written
+    baseline: bool = False
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A sweep file, checked: its candidates in the order they run, the baseline among them, the runs of each."""
+
+    name: str
+    path: str
+    candidates: tuple[Candidate, ...]
+    repeat: int
+    axes: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    @property
+    def baseline(self) -> Candidate:
+        return next(c for c in self.candidates if c.baseline)
+
+    def runs(self) -> list[tuple[Candidate, int]]:
+        """Every run of the sweep, candidate by candidate: (candidate, repeat index from 0)."""
+        return [(c, r) for c in self.candidates for r in range(self.repeat)]
+
+
+def load_sweep(path: str | Path, root: Path | None = None) -> Sweep:
+    """The sweep file at ``path``, checked whole. Paths in it (the dataset, ``file:`` prompts) are relative to
+    ``root``, the folder the command runs in (default: the working directory), as the CLI's own are.
+
+    Raises:
+        SweepFileError: every problem, each with the file and line to edit.
+    """
+    try:
+        located = read_yaml(Path(path))
+    except YamlFileError as exc:
+        raise SweepFileError([str(exc)]) from None
+    return sweep_from_data(located, root)
+
+
+def sweep_from_data(located: Located, root: Path | None = None) -> Sweep:
+    """A sweep from a parsed file (``read_yaml``); see ``load_sweep``."""
+    data = located.data
+    if not isinstance(data, Mapping):
+        raise SweepFileError([f"{located.where([])}: a sweep file is a mapping with `base:` and `axes:` or "
+                              f"`candidates:`, got {type(data).__name__}"])
+    try:
+        shape = _SweepFile.model_validate(data)
+    except ValidationError as exc:
+        raise SweepFileError([_pydantic_problem(located, [], err) for err in exc.errors()]) from None
+    problems: list[str] = []
+    if shape.axes and shape.candidates:
+        problems.append(f"{located.where(['candidates'])}: give `axes` or `candidates`, not both")
+    for name, values in shape.axes.items():
+        if not values:
+            problems.append(f"{located.where(['axes', name])}: axis {name!r} has no values: give it one or more, "
+                            f"or remove it")
+    base = _base(located, shape, problems)
+    rows = _rows(located, shape, problems)
+    folder = root or Path.cwd()
+    candidates = [_candidate(located, folder, base, row, problems) for row in rows]
+    _unique_labels(candidates, problems)
+    marked = _baseline_index(located, shape, candidates, problems)
+    if problems:
+        raise SweepFileError(problems)
+    if len(candidates) < 2 and shape.repeat < 2:
+        raise SweepFileError([f"{located.where([])}: one candidate run once compares nothing: add an axis value or "
+                              f"a candidate, or set `repeat:` to 2 or more to see run-to-run noise"])
+    final = tuple(Candidate(label=c.label, values=c.values, config=c.config, where=c.where, baseline=i == marked)
+                  for i, c in enumerate(candidates))
+    return Sweep(name=shape.name or located.path.stem, path=str(located.path), candidates=final,
+                 repeat=shape.repeat, axes={name: tuple(values) for name, values in shape.axes.items()})
+
+
+def _pydantic_problem(located: Located, prefix: Sequence[str | int], err: Mapping[str, Any]) -> str:
+    loc = [*prefix, *err["loc"]]
+    path = ".".join(str(part) for part in loc) or "the file"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    if err.get("type") == "extra_forbidden":
+        message = "unknown field: remove it or check its spelling"
+    return f"{located.where(loc)}: {path}: {message}"
+
+
+def _base(located: Located, shape: _SweepFile, problems: list[str]) -> dict[str, Any]:
+    """The base config's fields, its scorers as {id, options} mappings (so a scorer option axis can set one)."""
+    base = dict(shape.base)
+    for axis in AXES:
+        if axis in base and (axis in shape.axes or any(axis in c for c in shape.candidates)):
+            problems.append(f"{located.where(['base', axis])}: base.{axis} is also an axis or a candidate's value: "
+                            f"give it in one place")
+    scorers = base.get("scorers")
+    if isinstance(scorers, list):
+        base["scorers"] = [{"id": s} if isinstance(s, str) else s for s in scorers]
+    return base
+
+
+Row = tuple[str, dict[str, Any], dict[str, list[str | int]]]  # where, values, each value's path in the file
+
+
+def _rows(located: Located, shape: _SweepFile, problems: list[str]) -> list[Row]:
+    """Each candidate's values, where they are written, and each value's path (for line numbers)."""
+    base_ids = {s if isinstance(s, str) else s.get("id") for s in shape.base.get("scorers") or []
+                if isinstance(s, (str, Mapping))}
+    for name in shape.axes:
+        _check_key(located, name, ["axes", name], base_ids, problems)
+    for i, entry in enumerate(shape.candidates):
+        for name in entry:
+            if name not in ("label", "baseline"):
+                _check_key(located, name, ["candidates", i, name], base_ids, problems)
+    if shape.candidates:
+        return [(located.where(["candidates", i]), {k: v for k, v in c.items() if k != "baseline"},
+                 {k: ["candidates", i, k] for k in c}) for i, c in enumerate(shape.candidates)]
+    names = list(shape.axes)
+    rows = []
+    for picks in itertools.product(*(range(len(shape.axes[n])) for n in names)):
+        values = {n: shape.axes[n][i] for n, i in zip(names, picks, strict=True)}
+        wheres = sorted({located.line(["axes", n, i]) for n, i in zip(names, picks, strict=True)})
+        rows.append((f"{located.path} line{'s' if len(wheres) > 1 else ''} {', '.join(map(str, wheres))}", values,
+                     {n: ["axes", n, i] for n, i in zip(names, picks, strict=True)}))
+    return rows or [(located.where(["base"]), {}, {})]
+
+
+def _check_key(located: Located, name: str, path: list[str | int], base_ids: set[Any],
+               problems: list[str]) -> None:
+    if name in AXES:
+        return
+    scorer, dot, option = name.rpartition(".")
+    if dot and scorer in base_ids and option:
+        return
+    if dot and scorer:
+        problems.append(f"{located.where(path)}: {name!r}: no scorer {scorer!r} in base.scorers (a scorer option "
+                        f"is written <scorer id>.<option>)")
+        return
+    run_option = " (a run option: the same for every candidate, set it in base)" if name in RunOptions.model_fields else ""
+    problems.append(f"{located.where(path)}: {name!r} cannot vary between candidates{run_option}; what can: "
+                    f"{', '.join(AXES)}, or a scorer's option as <scorer id>.<option>")
+
+
+def _candidate(located: Located, root: Path, base: Mapping[str, Any], row: Row, problems: list[str]) -> Candidate:
+    """The candidate's EvalConfig: base with its values (a prompt read from its ``file:``), validated."""
+    where, values, paths = row
+    values = dict(values)
+    label = values.pop("label", None)
+    fields = dict(base)
+    scorers = [dict(s, options=dict(s.get("options") or {})) if isinstance(s, Mapping) else s
+               for s in fields.get("scorers") or []]
+    for name, value in values.items():
+        if name in AXES:
+            fields[name] = _prompt_file(root, located.where(paths[name]), value, problems) if name == "target_system_prompt" else value
+        else:
+            scorer, _, option = name.rpartition(".")
+            for spec in scorers:
+                if isinstance(spec, dict) and spec.get("id") == scorer:
+                    spec["options"][option] = value
+    if scorers:
+        fields["scorers"] = scorers
+    try:
+        config = EvalConfig.model_validate(fields)
+    except ValidationError as exc:
+        for err in exc.errors():
+            first = err["loc"][0] if err["loc"] else None
+            at = located.where(paths[first]) if first in values else located.where(["base", *err["loc"]])
+            problems.append(f"{at}: "
+                            f"{'.'.join(map(str, err['loc']))}: {str(err['msg']).removeprefix('Value error, ')}")
+        config = EvalConfig.model_construct(**fields)
+    return Candidate(label=str(label) if label is not None else _label(values), values=values, config=config,
+                     where=where)
+
+
+def _prompt_file(root: Path, where: str, value: Any, problems: list[str]) -> Any:
+    if not isinstance(value, str) or not value.startswith(FILE_PREFIX):
+        return value
+    path = root / value.removeprefix(FILE_PREFIX)
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{where}: {value!r}: cannot read {path} ({type(exc).__name__}: {exc.strerror or exc})")
+        return value
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    if text.startswith(FILE_PREFIX):
+        text = Path(text.removeprefix(FILE_PREFIX)).name
+    text = " ".join(text.split())
+    if len(text) <= _LABEL_WIDTH:
+        return text
+    # Prose keeps its start; a name (module:function, provider/model) its end, where variants differ.
+    return text[: _LABEL_WIDTH - 3] + "..." if " " in text else "..." + text[3 - _LABEL_WIDTH:]
+
+
+def _label(values: Mapping[str, Any]) -> str:
+    """A candidate's label from its values, in axis order: ``terse.txt | openai/gpt-4o-mini``."""
+    return " | ".join(_short(v) for v in values.values()) or "base"
+
+
+def _unique_labels(candidates: list[Candidate], problems: list[str]) -> None:
+    seen: dict[str, str] = {}
+    for candidate in candidates:
+        if candidate.label in seen:
+            problems.append(f"{candidate.where}: label {candidate.label!r} is also that of the candidate at "
+                            f"{seen[candidate.label]}: give the candidates `label:`s of their own")
+        seen.setdefault(candidate.label, candidate.where)
+
+
+def _baseline_index(located: Located, shape: _SweepFile, candidates: list[Candidate], problems: list[str]) -> int:
+    """The baseline's index: marked `baseline: true` in the list, or named by the top-level `baseline:` (a label,
+    or the axis values that pick one candidate); the first candidate when neither says."""
+    marked = [i for i, c in enumerate(shape.candidates) if c.get("baseline") is True]
+    named: list[int] = []
+    if shape.baseline is not None:
+        wanted = shape.baseline
+        named = [i for i, c in enumerate(candidates)
+                 if (c.label == wanted if isinstance(wanted, str)
+                     else all(c.values.get(k) == v for k, v in wanted.items()))]
+        if not named:
+            labels = ", ".join(repr(c.label) for c in candidates)
+            problems.append(f"{located.where(['baseline'])}: baseline {wanted!r} is none of the candidates ({labels})")
+        elif len(named) > 1:
+            problems.append(f"{located.where(['baseline'])}: baseline {wanted!r} picks {len(named)} candidates "
+                            f"({', '.join(repr(candidates[i].label) for i in named)}): name exactly one")
+    every = sorted(set(marked) | set(named[:1] if len(named) == 1 else []))
+    if len(marked) > 1 or (marked and named and len(every) > 1):
+        wheres = [located.where(["candidates", i, "baseline"]) for i in marked]
+        if named:
+            wheres.append(located.where(["baseline"]))
+        problems.append(f"{wheres[0]}: two baselines ({'; '.join(wheres)}): a sweep has one")
+    return every[0] if every else 0
