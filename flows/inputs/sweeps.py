@@ -1,4 +1,4 @@
-"""A sweep file: one eval's configuration (``base``) and the candidates to compare on it, either the Cartesian
+"""A sweep file (docs/sweeps.md): one eval's configuration (``base``) and the candidates to compare on it, either the Cartesian
 product of ``axes`` or an explicit ``candidates`` list, each run ``repeat`` times, one of them the ``baseline``.
 
 Why a file of its own and not N run commands: the candidates of one sweep must differ only where the file says
