@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from evalduck.flows.config import EvalConfig, RunOptions, ScorerSpec
     from evalduck.flows.eval_flow import EvalResult, run_eval_config, run_evals
+    from evalduck.flows.sweep_flow import SweepResult, run_sweep
 
 _PUBLIC: dict[str, str] = {
     "run_evals": "evalduck.flows.eval_flow",
@@ -21,16 +22,19 @@ _PUBLIC: dict[str, str] = {
     "EvalConfig": "evalduck.flows.config",
     "RunOptions": "evalduck.flows.config",
     "ScorerSpec": "evalduck.flows.config",
+    "run_sweep": "evalduck.flows.sweep_flow",
+    "SweepResult": "evalduck.flows.sweep_flow",
 }
 
-__all__ = ("run_evals", "run_eval_config", "EvalResult", "EvalConfig", "RunOptions", "ScorerSpec")
+__all__ = ("run_evals", "run_eval_config", "EvalResult", "EvalConfig", "RunOptions", "ScorerSpec", "run_sweep",
+           "SweepResult")
 
 
 def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'evalduck.flows' has no attribute {name!r}")
-    if module == "evalduck.flows.eval_flow" and "prefect" not in sys.modules:
+    if module in ("evalduck.flows.eval_flow", "evalduck.flows.sweep_flow") and "prefect" not in sys.modules:
         from evalduck.flows.settings import apply_process_defaults
 
         apply_process_defaults()  # an entry point: before prefect is imported (no telemetry, patient start)

@@ -94,6 +94,7 @@ from evalduck.flows.cli import sql  # noqa: E402,F401
 from evalduck.flows.cli import report  # noqa: E402,F401
 from evalduck.flows.cli import calibrate  # noqa: E402,F401
 from evalduck.flows.cli import labelling  # noqa: E402,F401
+from evalduck.flows.cli import sweep  # noqa: E402,F401
 from evalduck.flows.cli import run  # noqa: E402,F401
 from evalduck.flows.cli import serve  # noqa: E402,F401
 from evalduck.flows.cli import init  # noqa: E402,F401

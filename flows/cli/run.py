@@ -37,7 +37,7 @@ from evalduck.flows.report.text import literal
 if TYPE_CHECKING:
     from evalduck.flows.config import EvalConfig
 
-__all__ = ("run",)
+__all__ = ("api_settings", "prepare_process", "run", "server_for_run")
 
 
 _PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt", "refresh": "no_cache",
@@ -46,10 +46,10 @@ _PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt",
 _NOT_CONFIG = frozenset({"verbose", "ephemeral"})
 
 
-def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tuple[str, bool, bool, str | None]:
+def server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tuple[str, bool, bool, str | None]:
     """The API URL of the server this run records to (see flows/local/server.py for the order), whether it
     outlives the run (so its flow run page is worth printing), whether evalduck started it (no heartbeats
-    there, flows/run/scope.py) and the folder server's credentials (flows/local/install/credentials.py), for ``_api``;
+    there, flows/run/scope.py) and the folder server's credentials (flows/local/install/credentials.py), for ``api_settings``;
     says which in one line."""
     from evalduck.flows.local.install import ServeError, answers, configured_api_url
     from evalduck.flows.local.server import (
@@ -80,7 +80,7 @@ def _server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tu
     return state.api_url, True, True, state.auth
 
 
-def _api(api_url: str, lasting: bool, auth: str | None = None) -> Any:
+def api_settings(api_url: str, lasting: bool, auth: str | None = None) -> Any:
     """Prefect's settings pointed at ``api_url`` for the run, with ``auth`` as its credentials when given
     (environment changes after Prefect's import are not seen). One ``temporary_settings``, since each costs
     time (docs/benchmarks.md, section 'Later demo runs after issue 23's server lock, auth and source digests').
@@ -195,7 +195,7 @@ def run(
     \f
     Long only by its signature: one option per RunOptions field (tests/cli/test_run_options.py); the body
     reads their values from ``ctx.params`` (``_config_values``), so the list is written here once."""  # noqa: D301
-    _prepare_process(verbose)
+    prepare_process(verbose)
     err = Console(stderr=True, soft_wrap=True)
     out = Console(width=console_width(sys.stdout))
     # Every usage error is found here, in a second, before Prefect (and its local server) start.
@@ -205,7 +205,7 @@ def run(
     print_result(out, err, *_run_on_server(ctx, err, config, ephemeral))
 
 
-def _prepare_process(verbose: bool) -> None:
+def prepare_process(verbose: bool) -> None:
     """This process made ready for a run: evalduck's environment defaults, Prefect's console lines hidden
     unless ``verbose``, Prefect's settings from this environment, and the working directory importable."""
     from evalduck.flows.prefect_settings import refresh_prefect
@@ -263,9 +263,9 @@ def _run_on_server(ctx: typer.Context, err: Console, config: EvalConfig, ephemer
     from evalduck.flows.run.watch import lost_line, watch_api
 
     with contextlib.ExitStack() as stack:
-        api_url, lasting, ours, auth = _server_for_run(err, ephemeral, stack)
+        api_url, lasting, ours, auth = server_for_run(err, ephemeral, stack)
         try:
-            with (use_sink(RichProgress(err)), _api(api_url, lasting, auth), heartbeat_settings(own_server=ours),
+            with (use_sink(RichProgress(err)), api_settings(api_url, lasting, auth), heartbeat_settings(own_server=ours),
                   sigterm_as_interrupt(), watch_api(api_url) as watch):
                 try:
                     return run_eval_config(config), api_url, lasting

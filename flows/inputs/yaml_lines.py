@@ -14,10 +14,12 @@ from typing import Any
 
 import yaml
 
+from evalduck.errors import EvalduckError
+
 __all__ = ("Located", "YamlFileError", "read_yaml")
 
 
-class YamlFileError(ValueError):
+class YamlFileError(EvalduckError, ValueError):
     """A file that is not YAML (or not readable): ``where`` names the file and line, ``problem`` says what."""
 
     def __init__(self, where: str, problem: str) -> None:

@@ -149,7 +149,28 @@ CREATE TABLE labels (
 );
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
+# v6: sweeps (docs/sweeps.md). A sweep is one row of `sweeps` (its file as loaded, its axes, its baseline's label,
+# its status); each of its runs names it (`runs.sweep_id`) with its candidate's label and repeat index (NULL for
+# a run outside a sweep, as every run before v6).
+_V6 = """
+CREATE TABLE sweeps (
+    sweep_id VARCHAR NOT NULL,
+    name VARCHAR NOT NULL,
+    file VARCHAR,
+    spec JSON,
+    axes JSON,
+    baseline VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,
+    started_at TIMESTAMPTZ NOT NULL,
+    finished_at TIMESTAMPTZ,
+    flow_run_id VARCHAR
+);
+ALTER TABLE runs ADD COLUMN sweep_id VARCHAR;
+ALTER TABLE runs ADD COLUMN candidate VARCHAR;
+ALTER TABLE runs ADD COLUMN sweep_repeat INTEGER;
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

@@ -208,12 +208,12 @@ def test_cli_report_and_show_in_a_real_process(built: Built, tmp_path: Path) -> 
 def test_a_run_on_a_server_that_ends_with_it_links_no_flow_run_page() -> None:
     """`evalduck run --ephemeral` (and CI) records to a temporary server without a UI, gone once the run ends:
     its report showed a link to that server's flow run page."""
-    from evalduck.flows.cli.run import _api
+    from evalduck.flows.cli.run import api_settings
     from evalduck.flows.run.finish import _ui_url
 
-    with _api("http://127.0.0.1:9/api", lasting=False):
+    with api_settings("http://127.0.0.1:9/api", lasting=False):
         assert _ui_url() is None
-    with _api("http://127.0.0.1:9/api", lasting=True):  # the folder's server, or PREFECT_API_URL's
+    with api_settings("http://127.0.0.1:9/api", lasting=True):  # the folder's server, or PREFECT_API_URL's
         assert _ui_url() == "http://127.0.0.1:9"
 
 

@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("report", ("report",)),  # what a run shows
     ("run", ("run",)),  # prepare -> execute -> finish, around one run
     ("local", ("local",)),  # processes evalduck starts on this machine
-    ("flow", ("eval_flow", "regression_flow", "warm")),  # the Prefect flows (prefect.yaml names them), old commands
+    ("flow", ("eval_flow", "regression_flow", "sweep_flow", "warm")),  # the Prefect flows (prefect.yaml names them), old commands
     ("cli", ("cli",)),  # the `evalduck` commands
     ("face", ("", "launch")),  # the package's public names and the `evalduck` script
 )

@@ -54,7 +54,7 @@ def test_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
     _make_file(db_path, V1_FILE)
     store = Store(db_path)
     assert store.migrated_from == 1
-    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(v,) for v in range(1, 6)]
+    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
     old = store.sql("SELECT item_id, score, analyze_step_result, judge_model, cost FROM scores "
                     "WHERE run_id = 'old-a' ORDER BY item_id").rows
     assert old == [("i1", 0.25, '{"x": 1}', None, None), ("i2", 0.5, None, None, None)]
@@ -87,7 +87,7 @@ def _old_file(db_path: Path, version: int, sql: str) -> Store:
 def test_version_2_file_gains_the_writer_columns_and_keeps_its_runs(db_path: Path) -> None:
     store = _old_file(db_path, 2, V2_RUN)
     assert store.migrated_from == 2
-    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(v,) for v in range(1, 6)]
+    assert store.sql("SELECT version FROM schema_version ORDER BY version").rows == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
     # A run from before v3 has no recorded writer: nobody can tell whether it still runs, so it is left as is.
     assert store.interrupted == []
     assert store.run_record("old-c").status == "running"

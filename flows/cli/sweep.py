@@ -1,0 +1,156 @@
+"""`evalduck sweep SWEEP.yaml`: every candidate of a sweep file, one eval run each, as one parent flow run; and
+`evalduck leaderboard [SWEEP]`: its candidates against its baseline (docs/sweeps.md). Prefect is imported
+inside `sweep` only: the leaderboard starts as fast as the other results commands."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from evalduck.flows.cli import app, db_path, fail
+from evalduck.flows.cli.errors import label, value_error
+from evalduck.flows.cli.results import _store
+from evalduck.flows.inputs.sweeps import SweepFileError, load_sweep
+from evalduck.flows.report.fit import console_width, fit
+from evalduck.flows.report.leaderboard import CandidateScores, Row, leaderboard
+from evalduck.flows.report.leaderboard_text import to_csv, to_json, to_markdown
+from evalduck.flows.report.text import literal
+
+__all__ = ("leaderboard_command", "sweep")
+
+_FORMATS = ("table", "markdown", "csv", "json")
+
+
+@app.command()
+def sweep(
+    ctx: typer.Context,
+    sweep_file: Annotated[Path, typer.Argument(metavar="SWEEP", help="The sweep file (docs/sweeps.md)")],
+    name: Annotated[Optional[str], typer.Option(help="The sweep's name [default: the file's `name:`, else its "
+                                                "stem]")] = None,
+    resume: Annotated[Optional[str], typer.Option(help="Finish this sweep (id, name or `latest`): its completed "
+                                                  "runs are kept, the others run or resume")] = None,
+    ephemeral: Annotated[bool, typer.Option("--ephemeral", help="Use a temporary Prefect server, as in CI")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's own log lines")] = False,
+) -> None:
+    """Run every candidate of a SWEEP file (one eval run each, one after another, sharing the step cache),
+    then print the leaderboard against its baseline."""
+    from evalduck.flows.cli.run import prepare_process
+
+    prepare_process(verbose)
+    err = Console(stderr=True, soft_wrap=True)
+    out = Console(width=console_width(sys.stdout))
+    try:  # every problem of the file, by line, before a server starts or anything runs
+        checked = load_sweep(sweep_file)
+    except SweepFileError as exc:
+        err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
+        raise typer.Exit(2) from None
+    err.print(literal(f"sweep {name or checked.name}: {len(checked.candidates)} candidate(s) x {checked.repeat} "
+                      f"run(s), baseline {checked.baseline.label}", style="dim"))
+    result = _run_on_server(ctx, err, str(sweep_file), name, resume, ephemeral)
+    with _store(ctx) as store:
+        rows = _rows(store, result.sweep_id, None)
+    out.print(fit(out, _table(rows, result.name)))
+    ref = result.sweep_id[:8]
+    out.print(literal(f"sweep {result.sweep_id} {result.status}; results in ", result.db, "; try `evalduck "
+                      f"leaderboard {ref}`", style="dim"), soft_wrap=True)
+    if result.status != "completed":
+        raise typer.Exit(1)
+
+
+def _run_on_server(ctx: typer.Context, err: Console, path: str, name: str | None, resume: str | None,
+                   ephemeral: bool) -> Any:
+    """The sweep flow on the server `evalduck run` would use (flows/cli/run.py), with its progress lines."""
+    from evalduck.flows.cli.run import api_settings, server_for_run
+    from evalduck.flows.run.progress import RichProgress, use_sink
+    from evalduck.flows.run.scope import heartbeat_settings
+    from evalduck.flows.store import StoreError
+    from evalduck.flows.store.sweeps import UnknownSweepError
+    from evalduck.flows.sweep_flow import run_sweep
+
+    with contextlib.ExitStack() as stack:
+        api_url, lasting, ours, auth = server_for_run(err, ephemeral, stack)
+        with use_sink(RichProgress(err)), api_settings(api_url, lasting, auth), heartbeat_settings(own_server=ours):
+            try:
+                return run_sweep(path, name=name, resume=resume, db=str(db_path(ctx)))
+            except UnknownSweepError as exc:
+                fail(value_error(label(ctx, "resume"), resume, str(exc).split(": ", 1)[-1]), ctx)
+            except KeyboardInterrupt:
+                err.print(literal("sweep cancelled: `evalduck sweep ", path, " --resume latest` finishes it",
+                                  style="yellow"))
+                raise typer.Exit(130) from None
+            except StoreError as exc:
+                err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
+                raise typer.Exit(1) from None
+
+
+def _rows(store: Any, sweep_id: str, by: str | None) -> list[Row]:
+    from evalduck.flows.store.sweeps import leaderboard_cells
+
+    record = store.sql("SELECT baseline FROM sweeps WHERE sweep_id = ?", [sweep_id]).rows
+    baseline = record[0][0] if record else None
+    cells, directions = leaderboard_cells(store, sweep_id)
+    candidates = [CandidateScores(label=c["candidate"], scores=c["scores"], baseline=c["candidate"] == baseline,
+                                  judge_tokens=c["tokens"], cost=c["cost"]) for c in cells]
+    return leaderboard(candidates, directions, by=by)
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _table(rows: list[Row], title: str) -> Table:
+    table = Table(title=f"leaderboard: {title}", title_justify="left")
+    for column in ("scorer", "candidate", "mean [95% CI]", "delta vs baseline [Holm CI]", "win/tie/loss", "tokens",
+                   "cost"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        d = row.delta
+        if row.baseline:
+            delta = "baseline"
+        elif d is None:
+            delta = "no item in common"
+        else:
+            interval = f" [{_num(d.low)}, {_num(d.high)}]" if d.low is not None else ""
+            delta = f"{d.delta:+.3f}{interval}" + ("" if d.distinguishable else " not distinguishable")
+        mean = f"{_num(row.mean)} [{_num(row.low)}, {_num(row.high)}]" if row.low is not None else _num(row.mean)
+        table.add_row(row.scorer, ("* " if row.best else "") + row.candidate, mean, delta,
+                      f"{d.wins}/{d.ties}/{d.losses}" if d else "", f"{row.judge_tokens:,}",
+                      "unknown" if row.cost is None else f"${row.cost:.4f}")
+    return table
+
+
+@app.command("leaderboard")
+def leaderboard_command(
+    ctx: typer.Context,
+    sweep: Annotated[str, typer.Argument(metavar="[SWEEP]", help="A sweep's id, id prefix or name")] = "latest",
+    by: Annotated[Optional[str], typer.Option(help="The scorer to rank by (listed first)")] = None,
+    output_format: Annotated[str, typer.Option("--format", help=f"One of {', '.join(_FORMATS)}")] = "table",
+) -> None:
+    """A sweep's candidates against its baseline: means, paired deltas with Holm-adjusted intervals, win/tie/loss,
+    tokens and cost per scorer, best first (`*`)."""
+    from evalduck.flows.store.sweeps import UnknownSweepError, resolve_sweep
+
+    if output_format not in _FORMATS:
+        fail(value_error(label(ctx, "output_format"), output_format, f"not one of {', '.join(_FORMATS)}"), ctx)
+    with _store(ctx) as store:
+        try:
+            record = resolve_sweep(store, sweep)
+        except UnknownSweepError as exc:
+            fail(value_error(label(ctx, "sweep"), sweep, str(exc).split(": ", 2)[-1]), ctx)
+        try:
+            rows = _rows(store, record["sweep_id"], by)
+        except ValueError as exc:
+            fail(value_error(label(ctx, "by"), by, str(exc)), ctx)
+    if output_format == "table":
+        out = Console(width=console_width(sys.stdout))
+        out.print(fit(out, _table(rows, f"{record['name']} ({record['sweep_id'][:8]}, {record['status']})")))
+        return
+    text = {"markdown": to_markdown, "csv": to_csv}.get(output_format)
+    sys.stdout.write(text(rows) if text else to_json(rows, sweep_id=record["sweep_id"], name=record["name"],
+                                                     baseline=record["baseline"], status=record["status"]))
