@@ -78,7 +78,7 @@ def bench_leaderboard(repeat: int) -> None:
 TARGETS = "".join(f"def t{c}(question):\n    return 'Answer {c}: ' + question\n" for c in range(4))
 
 
-def bench_judge(items: int, latency: float, concurrency: int) -> None:
+def bench_judge(items: int, latency: float, concurrency: int, vary: str) -> None:
     import json
 
     from bench_flow import _JudgeProcess, _rows
@@ -88,18 +88,22 @@ def bench_judge(items: int, latency: float, concurrency: int) -> None:
     os.chdir(WORK)
     sys.path.insert(0, str(WORK))
     (WORK / "bench_sweep_targets.py").write_text(TARGETS)
-    (WORK / "data.jsonl").write_text("".join(json.dumps({k: v for k, v in r.items() if k != "output"}) + "\n"
+    keep = (lambda k: k != "output") if vary == "target" else (lambda k: True)
+    (WORK / "data.jsonl").write_text("".join(json.dumps({k: v for k, v in r.items() if keep(k)}) + "\n"
                                              for r in _rows(items, "sweep")))
     with _JudgeProcess(latency) as judge:
         scorer = ("{id: answer-relevancy-scorer, options: {model: openai/fake-judge, api_base: '"
                   f"{judge.base_url}', timeout: 30}}}}")
         (WORK / "sweep.yaml").write_text(
             f"base:\n  dataset: data.jsonl\n  scorers: [{scorer}]\n  concurrency: {concurrency}\n"
-            "  report: false\naxes:\n  target: [" + ", ".join(f"'bench_sweep_targets:t{c}'" for c in range(4)) + "]\n")
+            "  report: false\naxes:\n" + (
+                "  target: [" + ", ".join(f"'bench_sweep_targets:t{c}'" for c in range(4)) + "]\n" if vary == "target"
+                else "  answer-relevancy-scorer.temperature: [0.0, 0.1, 0.2, 0.3]\n"))
         warm = WORK / "warm.yaml"
-        warm.write_text(f"base:\n  dataset: data.jsonl\n  scorers: [tone-scorer]\n  db: {WORK / 'warm.duckdb'}\n"
-                        "  report: false\n  target: bench_sweep_targets:t0\nrepeat: 2\n")
-        run_sweep(str(warm))  # Prefect's local server up, imports done
+        (WORK / "warm.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows(2, "warm")))
+        warm.write_text(f"base:\n  dataset: warm.jsonl\n  scorers: [tone-scorer, {scorer}]\n"
+                        f"  db: {WORK / 'warm.duckdb'}\n  report: false\nrepeat: 2\n")
+        run_sweep(str(warm))  # Prefect's local server up, the judge's child and litellm imported, as bench_flow.py
         judge.ask("reset")
         t = time.perf_counter()
         result = run_sweep("sweep.yaml", db=str(WORK / "judge.duckdb"))
@@ -118,12 +122,16 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=200)
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--vary", choices=["target", "temperature"], default="target",
+                        help="judge: what sets the candidates apart: a target per candidate (a target task per item, "
+                             "as a sweep of models has), or the judge's temperature (outputs in the dataset, as (a) of "
+                             "bench_flow.py)")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}", flush=True)
     if args.which == "leaderboard":
         bench_leaderboard(args.repeat)
     else:
-        bench_judge(args.items, args.latency, args.concurrency)
+        bench_judge(args.items, args.latency, args.concurrency, args.vary)
     print(f"load average after: {os.getloadavg()}", flush=True)
 
 

@@ -18,7 +18,7 @@ from evalduck.flows.cli.errors import label, value_error
 from evalduck.flows.cli.results import _store
 from evalduck.flows.inputs.sweeps import SweepFileError, load_sweep
 from evalduck.flows.report.fit import console_width, fit
-from evalduck.flows.report.leaderboard import CandidateScores, Row, leaderboard
+from evalduck.flows.report.leaderboard import CandidateStats, Moments, Paired, Row, leaderboard
 from evalduck.flows.report.leaderboard_text import to_csv, to_json, to_markdown
 from evalduck.flows.report.text import literal
 
@@ -90,14 +90,21 @@ def _run_on_server(ctx: typer.Context, err: Console, path: str, name: str | None
 
 
 def _rows(store: Any, sweep_id: str, by: str | None) -> list[Row]:
-    from evalduck.flows.store.sweeps import leaderboard_cells
+    from evalduck.flows.store.sweeps import leaderboard_stats
 
     record = store.sql("SELECT baseline FROM sweeps WHERE sweep_id = ?", [sweep_id]).rows
-    baseline = record[0][0] if record else None
-    cells, directions = leaderboard_cells(store, sweep_id)
-    candidates = [CandidateScores(label=c["candidate"], scores=c["scores"], baseline=c["candidate"] == baseline,
-                                  judge_tokens=c["tokens"], cost=c["cost"]) for c in cells]
-    return leaderboard(candidates, directions, by=by)
+    baseline = record[0][0] if record else ""
+    stats = leaderboard_stats(store, sweep_id, baseline)
+    moments: dict[str, dict[str, Moments]] = {}
+    for candidate, scorer, n, mean, sd in stats["moments"]:
+        moments.setdefault(candidate, {})[scorer] = Moments(n=int(n), mean=mean, sd=sd)
+    paired: dict[str, dict[str, Paired]] = {}
+    for candidate, scorer, n, mean, sd, up, same, down in stats["paired"]:
+        paired.setdefault(candidate, {})[scorer] = Paired(n=int(n), mean=mean, sd=sd, up=up, same=same, down=down)
+    candidates = [CandidateStats(label=label, baseline=label == baseline, scores=moments.get(label, {}),
+                                 paired=paired.get(label, {}), judge_tokens=int(tokens or 0), cost=cost)
+                  for label, tokens, cost in stats["usage"]]
+    return leaderboard(candidates, stats["directions"], by=by)
 
 
 def _num(value: float | None) -> str:

@@ -20,7 +20,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ("ALPHA", "POINT", "CandidateScores", "Delta", "Row", "holm", "leaderboard")
+__all__ = ("ALPHA", "POINT", "CandidateScores", "CandidateStats", "Delta", "Moments", "Paired", "Row", "holm",
+           "leaderboard", "summarize")
 
 ALPHA = 0.05
 POINT = 0.01  # "cost per point": the cost of one hundredth of the score's scale gained over the baseline
@@ -92,14 +93,71 @@ def _two_sided_p(t: float, df: int) -> float:
     return float(2 * stdtr(df, -abs(t)))
 
 
-def _mean_interval(values: Sequence[float], level: float = 1 - ALPHA) -> tuple[float | None, float | None, float | None]:
-    if not values:
-        return None, None, None
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, None, None
-    half = _t_quantile(len(values) - 1, level) * statistics.stdev(values) / math.sqrt(len(values))
-    return mean, mean - half, mean + half
+@dataclass(frozen=True)
+class Moments:
+    """Scores summed up: how many, their mean and sample SD (None below two)."""
+
+    n: int
+    mean: float | None
+    sd: float | None
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A candidate's paired differences from the baseline on one scorer (candidate minus baseline, as scored,
+    not yet oriented), summed up: how many items, their mean and SD, and how many went up, stayed, went down."""
+
+    n: int
+    mean: float
+    sd: float | None
+    up: int
+    same: int
+    down: int
+
+
+@dataclass(frozen=True)
+class CandidateStats:
+    """A candidate as the leaderboard needs it: per scorer its Moments and, unless it is the baseline, its
+    Paired differences. The store computes these in SQL (flows/store/sweeps.py); ``summarize`` in Python."""
+
+    label: str
+    scores: Mapping[str, Moments]
+    paired: Mapping[str, Paired]
+    baseline: bool = False
+    judge_tokens: int = 0
+    cost: float | None = None
+    latencies: Sequence[float] = field(default_factory=tuple)
+
+
+def _moments(values: Sequence[float]) -> Moments:
+    return Moments(n=len(values), mean=statistics.fmean(values) if values else None,
+                   sd=statistics.stdev(values) if len(values) > 1 else None)
+
+
+def summarize(candidates: Sequence[CandidateScores]) -> list[CandidateStats]:
+    """Each candidate's scores summed up against the (one) baseline's, item by item."""
+    base = next((c for c in candidates if c.baseline), None)
+    out = []
+    for c in candidates:
+        paired = {}
+        for scorer, cells in c.scores.items():
+            theirs = base.scores.get(scorer, {}) if base is not None and not c.baseline else {}
+            d = [cells[item] - theirs[item] for item in sorted(cells.keys() & theirs.keys())]
+            if d:
+                paired[scorer] = Paired(n=len(d), mean=statistics.fmean(d),
+                                        sd=statistics.stdev(d) if len(d) > 1 else None, up=sum(x > _TIE for x in d),
+                                        same=sum(abs(x) <= _TIE for x in d), down=sum(x < -_TIE for x in d))
+        out.append(CandidateStats(label=c.label, baseline=c.baseline, judge_tokens=c.judge_tokens, cost=c.cost,
+                                  latencies=c.latencies, paired=paired,
+                                  scores={scorer: _moments(list(cells.values())) for scorer, cells in c.scores.items()}))
+    return out
+
+
+def _interval(m: Moments, level: float = 1 - ALPHA) -> tuple[float | None, float | None]:
+    if m.mean is None or m.sd is None:
+        return None, None
+    half = _t_quantile(m.n - 1, level) * m.sd / math.sqrt(m.n)
+    return m.mean - half, m.mean + half
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -114,40 +172,30 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def _differences(candidate: Mapping[str, float], baseline: Mapping[str, float], higher: bool) -> list[float]:
-    sign = 1.0 if higher else -1.0
-    return [sign * (candidate[item] - baseline[item]) for item in sorted(candidate.keys() & baseline.keys())]
-
-
-def _p_value(diffs: Sequence[float]) -> float:
-    n = len(diffs)
-    mean = statistics.fmean(diffs)
-    sd = statistics.stdev(diffs) if n > 1 else 0.0
+def _p_value(d: Paired) -> float:
+    sd = d.sd or 0.0
     if sd <= _TIE:  # every difference the same: certain when it is not zero, nothing when it is
-        return 1.0 if abs(mean) <= _TIE or n < 2 else 0.0
-    return _two_sided_p(mean / (sd / math.sqrt(n)), n - 1)
+        return 1.0 if abs(d.mean) <= _TIE or d.n < 2 else 0.0
+    return _two_sided_p(d.mean / (sd / math.sqrt(d.n)), d.n - 1)
 
 
-def _deltas(candidates: Sequence[CandidateScores], base: CandidateScores, scorer: str,
-            higher: bool) -> dict[str, Delta]:
-    """Each non-baseline candidate's Delta on ``scorer``, Holm-adjusted over them."""
-    diffs = {c.label: _differences(c.scores.get(scorer, {}), base.scores.get(scorer, {}), higher)
-             for c in candidates if not c.baseline}
-    diffs = {label: d for label, d in diffs.items() if d}
-    labels = list(diffs)
-    ps = [_p_value(diffs[label]) for label in labels]
+def _deltas(candidates: Sequence[CandidateStats], scorer: str, higher: bool) -> dict[str, Delta]:
+    """Each non-baseline candidate's Delta on ``scorer``, oriented, Holm-adjusted over them."""
+    pairs = {c.label: c.paired[scorer] for c in candidates if not c.baseline and scorer in c.paired}
+    labels = list(pairs)
+    ps = [_p_value(pairs[label]) for label in labels]
     adjusted = holm(ps)
     m = len(labels)
     rank = {label: r for r, label in enumerate(sorted(labels, key=lambda lab: ps[labels.index(lab)]))}
+    sign = 1.0 if higher else -1.0
     out = {}
     for label, p, p_holm in zip(labels, ps, adjusted, strict=True):
-        d = diffs[label]
+        d = pairs[label]
         level = 1 - ALPHA / (m - rank[label])
-        mean, low, high = _mean_interval(d, level)
-        assert mean is not None
-        out[label] = Delta(delta=mean, low=low, high=high, p=p, p_holm=p_holm, level=level, n=len(d),
-                           wins=sum(x > _TIE for x in d), ties=sum(abs(x) <= _TIE for x in d),
-                           losses=sum(x < -_TIE for x in d))
+        low, high = _interval(Moments(n=d.n, mean=sign * d.mean, sd=d.sd), level)
+        wins, losses = (d.up, d.down) if higher else (d.down, d.up)
+        out[label] = Delta(delta=sign * d.mean, low=low, high=high, p=p, p_holm=p_holm, level=level, n=d.n,
+                           wins=wins, ties=d.same, losses=losses)
     return out
 
 
@@ -160,39 +208,43 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
-def leaderboard(candidates: Sequence[CandidateScores], higher_is_better: Mapping[str, bool],
+def leaderboard(candidates: Sequence[CandidateScores] | Sequence[CandidateStats], higher_is_better: Mapping[str, bool],
                 by: str | None = None) -> list[Row]:
     """Every (candidate, scorer) row, scorer by scorer (``by`` first, else in the order of
     ``higher_is_better``), candidates best first by their mean (a lower-is-better scorer ranks the other
     way); the best candidate of each scorer marked.
 
+    ``candidates`` are all ``CandidateScores`` (item by item) or all ``CandidateStats`` (summed up).
+
     Raises:
         ValueError: no candidate or more than one marked baseline, or ``by`` names no scorer.
     """
-    bases = [c for c in candidates if c.baseline]
+    every = [c for c in candidates if isinstance(c, CandidateStats)]
+    if len(every) != len(candidates):  # item by item: summed up here (the store sums up in SQL)
+        every = summarize([c for c in candidates if isinstance(c, CandidateScores)])
+    bases = [c for c in every if c.baseline]
     if len(bases) != 1:
         raise ValueError(f"a leaderboard needs exactly one baseline candidate, got {len(bases)}")
     if by is not None and by not in higher_is_better:
         raise ValueError(f"no scorer {by!r} in this sweep; its scorers: {', '.join(higher_is_better)}")
     base = bases[0]
     scorers = ([by] if by else []) + [s for s in higher_is_better if s != by]
-    p50 = {c.label: _percentile(c.latencies, 0.5) for c in candidates}
-    p95 = {c.label: _percentile(c.latencies, 0.95) for c in candidates}
     rows: list[Row] = []
     for scorer in scorers:
         higher = higher_is_better[scorer]
-        deltas = _deltas(candidates, base, scorer, higher)
+        deltas = _deltas(every, scorer, higher)
         block = []
-        for c in candidates:
-            values = list(c.scores.get(scorer, {}).values())
-            mean, low, high = _mean_interval(values)
+        for c in every:
+            m = c.scores.get(scorer, Moments(n=0, mean=None, sd=None))
+            low, high = _interval(m)
             delta = deltas.get(c.label)
             gain = delta.delta if delta is not None else None
             extra = (c.cost - base.cost) if c.cost is not None and base.cost is not None else None
             per_point = extra / (gain / POINT) if extra is not None and gain is not None and gain > _TIE else None
-            block.append(Row(candidate=c.label, scorer=scorer, baseline=c.baseline, n=len(values), mean=mean,
+            block.append(Row(candidate=c.label, scorer=scorer, baseline=c.baseline, n=m.n, mean=m.mean,
                              low=low, high=high, delta=delta, judge_tokens=c.judge_tokens, cost=c.cost,
-                             cost_per_point=per_point, latency_p50=p50[c.label], latency_p95=p95[c.label]))
+                             cost_per_point=per_point, latency_p50=_percentile(c.latencies, 0.5),
+                             latency_p95=_percentile(c.latencies, 0.95)))
         sign = 1.0 if higher else -1.0
         block.sort(key=lambda r: (r.mean is None, -sign * (r.mean if r.mean is not None else 0.0)))
         if block and block[0].mean is not None:

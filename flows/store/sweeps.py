@@ -13,7 +13,7 @@ from evalduck.flows.store.errors import StoreError
 from evalduck.flows.store.store import Store
 from evalduck.flows.store.upsert import utcnow
 
-__all__ = ("UnknownSweepError", "finish_sweep", "leaderboard_cells", "resolve_sweep", "start_sweep", "sweep_runs",
+__all__ = ("UnknownSweepError", "finish_sweep", "leaderboard_stats", "resolve_sweep", "start_sweep", "sweep_runs",
            "tag_run")
 
 
@@ -74,27 +74,51 @@ def sweep_runs(store: Store, sweep_id: str) -> list[dict[str, Any]]:
                      "ORDER BY started_at", [sweep_id]).records()
 
 
-def leaderboard_cells(store: Store, sweep_id: str) -> tuple[list[dict[str, Any]], dict[str, bool]]:
-    """Per candidate and scorer, each item's score (the mean over the candidate's repeats, so an item counts once),
-    with the candidate's judge tokens and cost (NULL when a request had no price); and each scorer's direction.
-    One query each, over the sweep's runs."""
-    cells = store.sql(
-        "SELECT r.candidate, s.scorer_id, s.item_id, avg(s.score) AS score FROM scores s "
-        "JOIN runs r USING (run_id) WHERE r.sweep_id = ? AND s.status = 'scored' "
-        "GROUP BY ALL ORDER BY ALL", [sweep_id]).records()
-    usage = store.sql(
-        "SELECT r.candidate, coalesce(sum(s.prompt_tokens), 0) + coalesce(sum(s.completion_tokens), 0) AS tokens, "
-        "CASE WHEN count(s.cost) = count(s.judge_model) THEN coalesce(sum(s.cost), 0) END AS cost "
-        "FROM runs r LEFT JOIN scores s USING (run_id) WHERE r.sweep_id = ? GROUP BY ALL", [sweep_id]).records()
+_CELLS = """
+WITH cells AS (
+    SELECT r.candidate, s.scorer_id, s.item_id, avg(s.score) AS score
+    FROM scores AS s JOIN runs AS r USING (run_id)
+    WHERE r.sweep_id = $sweep AND s.status = 'scored'
+    GROUP BY ALL
+)"""
+
+# Per candidate and scorer: the cells' count, mean and sample SD (an item's score the mean over the candidate's
+# repeats, so an item counts once).
+_MOMENTS = _CELLS + """
+SELECT candidate, scorer_id, count(*) AS n, avg(score) AS mean, stddev_samp(score) AS sd FROM cells GROUP BY ALL
+"""
+
+# Per candidate and scorer: the differences from the baseline over the items both scored (candidate minus
+# baseline), summed up: count, mean, SD, and how many went up, stayed (within 1e-9), went down.
+_PAIRED = _CELLS + """
+, diffs AS (
+    SELECT c.candidate, c.scorer_id, c.score - b.score AS d
+    FROM cells AS c JOIN cells AS b ON b.candidate = $baseline AND b.scorer_id = c.scorer_id AND b.item_id = c.item_id
+    WHERE c.candidate <> $baseline
+)
+SELECT candidate, scorer_id, count(*) AS n, avg(d) AS mean, stddev_samp(d) AS sd,
+       count(*) FILTER (WHERE d > 1e-9) AS up, count(*) FILTER (WHERE abs(d) <= 1e-9) AS same,
+       count(*) FILTER (WHERE d < -1e-9) AS down
+FROM diffs GROUP BY ALL
+"""
+
+_USAGE = """
+SELECT r.candidate, coalesce(sum(s.prompt_tokens), 0) + coalesce(sum(s.completion_tokens), 0) AS tokens,
+       CASE WHEN count(s.cost) = count(s.judge_model) THEN coalesce(sum(s.cost), 0) END AS cost
+FROM runs AS r LEFT JOIN scores AS s USING (run_id) WHERE r.sweep_id = $sweep GROUP BY ALL ORDER BY min(r.started_at)
+"""
+
+
+def leaderboard_stats(store: Store, sweep_id: str, baseline: str) -> dict[str, Any]:
+    """What the leaderboard reads of a sweep, summed up in SQL (flows/report/leaderboard.py's Moments and Paired,
+    as rows): ``moments`` (candidate, scorer, n, mean, sd), ``paired`` against ``baseline`` (candidate, scorer, n,
+    mean, sd, up, same, down), ``usage`` per candidate in the order they ran (candidate, tokens, cost: None when
+    a request had no price) and ``directions`` (scorer -> higher is better)."""
+    args = {"sweep": sweep_id}
     directions = store.sql(
-        "SELECT DISTINCT rs.scorer_id, rs.higher_is_better FROM run_scorers rs JOIN runs r USING (run_id) "
+        "SELECT DISTINCT rs.scorer_id, rs.higher_is_better FROM run_scorers AS rs JOIN runs AS r USING (run_id) "
         "WHERE r.sweep_id = ? ORDER BY rs.scorer_id", [sweep_id]).rows
-    by_candidate: dict[str, dict[str, Any]] = {}
-    for row in usage:
-        by_candidate[row["candidate"]] = {"candidate": row["candidate"], "tokens": int(row["tokens"] or 0),
-                                          "cost": row["cost"], "scores": {}}
-    for row in cells:
-        entry = by_candidate.setdefault(row["candidate"], {"candidate": row["candidate"], "tokens": 0, "cost": None,
-                                                           "scores": {}})
-        entry["scores"].setdefault(row["scorer_id"], {})[row["item_id"]] = row["score"]
-    return list(by_candidate.values()), {scorer: bool(higher) for scorer, higher in directions}
+    return {"moments": store.sql(_MOMENTS, args).rows,
+            "paired": store.sql(_PAIRED, {**args, "baseline": baseline}).rows,
+            "usage": store.sql(_USAGE, args).rows,
+            "directions": {scorer: bool(higher) for scorer, higher in directions}}
