@@ -9,11 +9,12 @@ says. Every problem is found before anything runs and named by file and line, as
       dataset: datasets/demo.jsonl
       scorers: [tone-scorer, answer-relevancy-scorer]
     axes:                                  # or `candidates:`, a list of mappings of the same keys
-      target: [examples.sweep_targets:terse, examples.sweep_targets:chatty]
+      target: [model:openai/gpt-4o-mini, model:openai/gpt-4o]
       target_system_prompt: ["file:prompts/terse.txt", "Answer in full sentences."]
       answer-relevancy-scorer.threshold: [0.5, 0.7]    # a scorer's option: <scorer id>.<option>
     repeat: 2                              # runs of each candidate, to see run-to-run noise
-    baseline: {target: examples.sweep_targets:terse}   # or a candidate's label; default: the first
+    baseline: {target: model:openai/gpt-4o-mini, target_system_prompt: "file:prompts/terse.txt",
+               answer-relevancy-scorer.threshold: 0.5}      # or a candidate's label; default: the first
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ __all__ = ("AXES", "Candidate", "Sweep", "SweepFileError", "load_sweep", "sweep_
 # The fields a candidate may set: what is evaluated and by which judge. Run options (concurrency, rates, the
 # store...) are the sweep's, the same for every candidate; dataset and scorers are what makes them comparable.
 AXES = ("target", "target_system_prompt", "target_api_base", "judge_model", "judge_api_base")
+# What only a `model:` target reads: on another target a candidate that varies it is another's twin.
+_MODEL_TARGET_ONLY = ("target_system_prompt", "target_api_base")
 FILE_PREFIX = "file:"  # a target_system_prompt read from a file (relative to the working directory)
 _LABEL_WIDTH = 28
 _MAX_REPEAT = 20
@@ -222,6 +225,12 @@ def _candidate(located: Located, root: Path, base: Mapping[str, Any], row: Row, 
                     spec["options"][option] = value
     if scorers:
         fields["scorers"] = scorers
+    target = fields.get("target")
+    for name in _MODEL_TARGET_ONLY:
+        if name in values and not (isinstance(target, str) and target.startswith("model:")):
+            problems.append(f"{located.where(paths[name])}: {name} only goes to a `model:` target, and this "
+                            f"candidate's target is {target!r}: it would run exactly as without it (give a "
+                            f"`module:function` target what it needs another way, e.g. one function per variant)")
     try:
         config = EvalConfig.model_validate(fields)
     except ValidationError as exc:

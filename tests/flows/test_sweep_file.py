@@ -38,20 +38,20 @@ def test_the_product_of_the_axes_each_run_repeat_times_the_first_the_baseline(tm
     sweep = load_sweep(write(tmp_path, BASE + """\
 axes:
   target:
-    - examples.sweep_targets:terse
-    - examples.sweep_targets:chatty
+    - model:openai/gpt-4o-mini
+    - model:anthropic/claude-3-5-haiku-20241022
   target_system_prompt: ["file:prompts/terse.txt", "Answer in full sentences."]
   answer-relevancy-scorer.threshold: [0.7]
 repeat: 2
 """), root=tmp_path)
     assert sweep.name == "sweep" and sweep.repeat == 2
     assert [c.label for c in sweep.candidates] == [
-        "examples.sweep_targets:terse | terse.txt | 0.7", "examples.sweep_targets:terse | Answer in full sentences. | 0.7",
-        "...ples.sweep_targets:chatty | terse.txt | 0.7", "...ples.sweep_targets:chatty | Answer in full sentences. | 0.7",
+        "model:openai/gpt-4o-mini | terse.txt | 0.7", "model:openai/gpt-4o-mini | Answer in full sentences. | 0.7",
+        "...claude-3-5-haiku-20241022 | terse.txt | 0.7", "...claude-3-5-haiku-20241022 | Answer in full sentences. | 0.7",
     ]
     first = sweep.candidates[0]
     assert first.baseline and sweep.baseline is first
-    assert first.config.target == "examples.sweep_targets:terse"
+    assert first.config.target == "model:openai/gpt-4o-mini"
     assert first.config.target_system_prompt == "Answer in one line."
     assert first.config.concurrency == 4 and first.config.dataset == "data.jsonl"
     assert [(s.id, s.options) for s in first.config.scorers] == [
@@ -106,8 +106,11 @@ def test_one_candidate_repeated_is_a_sweep_of_run_to_run_noise(tmp_path: Path) -
      ["sweep.yaml line 7: 'faithfulness-scorer.threshold': no scorer 'faithfulness-scorer' in base.scorers"]),
     (BASE + "candidates:\n  - target: m:a\n  - target: m:b\n    colour: red\n",
      ["sweep.yaml line 8: 'colour' cannot vary between candidates; what can: target,"]),
-    (BASE + "axes:\n  target_system_prompt: ['file:missing.txt', Be brief.]\n",
-     ["sweep.yaml line 6: 'file:missing.txt': cannot read ", "missing.txt (FileNotFoundError"]),
+    (BASE + "  target: model:openai/x\naxes:\n  target_system_prompt: ['file:missing.txt', Be brief.]\n",
+     ["sweep.yaml line 7: 'file:missing.txt': cannot read ", "missing.txt (FileNotFoundError"]),
+    (BASE + "axes:\n  target: [m:a, m:b]\n  target_system_prompt: [Be brief., Be kind.]\n",
+     ["sweep.yaml line 7: target_system_prompt only goes to a `model:` target, and this candidate's target is "
+      "'m:a': it would run exactly as without it"]),
     (BASE + "axes:\n  target: [m:a, 7]\n",
      ["sweep.yaml line 6: target: Input should be a valid string"]),
     (BASE.replace("concurrency: 4", "concurrency: 0") + "axes:\n  target: [m:a, m:b]\n",
