@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalduck.errors import EvalduckError
 from evalduck.flows.config import EvalConfig, RunOptions
+from evalduck.flows.inputs.sweep_labels import FILE_PREFIX, baseline_index, duplicate_labels, label_of
 from evalduck.flows.inputs.yaml_lines import Located, YamlFileError, read_yaml
 
 __all__ = ("AXES", "Candidate", "Sweep", "SweepFileError", "load_sweep", "sweep_from_data")
@@ -38,8 +39,6 @@ __all__ = ("AXES", "Candidate", "Sweep", "SweepFileError", "load_sweep", "sweep_
 AXES = ("target", "target_system_prompt", "target_api_base", "judge_model", "judge_api_base")
 # What only a `model:` target reads: on another target a candidate that varies it is another's twin.
 _MODEL_TARGET_ONLY = ("target_system_prompt", "target_api_base")
-FILE_PREFIX = "file:"  # a target_system_prompt read from a file (relative to the working directory)
-_LABEL_WIDTH = 28
 _MAX_REPEAT = 20
 
 
@@ -130,8 +129,9 @@ def sweep_from_data(located: Located, root: Path | None = None) -> Sweep:
     rows = _rows(located, shape, problems)
     folder = root or Path.cwd()
     candidates = [_candidate(located, folder, base, row, problems) for row in rows]
-    _unique_labels(candidates, problems)
-    marked = _baseline_index(located, shape, candidates, problems)
+    problems += duplicate_labels([(c.label, c.where) for c in candidates])
+    marked = baseline_index(located, [i for i, c in enumerate(shape.candidates) if c.get("baseline") is True],
+                            shape.baseline, [(c.label, c.values) for c in candidates], problems)
     if problems:
         raise SweepFileError(problems)
     if len(candidates) < 2 and shape.repeat < 2:
@@ -240,7 +240,7 @@ def _candidate(located: Located, root: Path, base: Mapping[str, Any], row: Row, 
             problems.append(f"{at}: "
                             f"{'.'.join(map(str, err['loc']))}: {str(err['msg']).removeprefix('Value error, ')}")
         config = EvalConfig.model_construct(**fields)
-    return Candidate(label=str(label) if label is not None else _label(values), values=values, config=config,
+    return Candidate(label=str(label) if label is not None else label_of(values), values=values, config=config,
                      where=where)
 
 
@@ -253,53 +253,3 @@ def _prompt_file(root: Path, where: str, value: Any, problems: list[str]) -> Any
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(f"{where}: {value!r}: cannot read {path} ({type(exc).__name__}: {exc.strerror or exc})")
         return value
-
-
-def _short(value: Any) -> str:
-    text = str(value)
-    if text.startswith(FILE_PREFIX):
-        text = Path(text.removeprefix(FILE_PREFIX)).name
-    text = " ".join(text.split())
-    if len(text) <= _LABEL_WIDTH:
-        return text
-    # Prose keeps its start; a name (module:function, provider/model) its end, where variants differ.
-    return text[: _LABEL_WIDTH - 3] + "..." if " " in text else "..." + text[3 - _LABEL_WIDTH:]
-
-
-def _label(values: Mapping[str, Any]) -> str:
-    """A candidate's label from its values, in axis order: ``terse.txt | openai/gpt-4o-mini``."""
-    return " | ".join(_short(v) for v in values.values()) or "base"
-
-
-def _unique_labels(candidates: list[Candidate], problems: list[str]) -> None:
-    seen: dict[str, str] = {}
-    for candidate in candidates:
-        if candidate.label in seen:
-            problems.append(f"{candidate.where}: label {candidate.label!r} is also that of the candidate at "
-                            f"{seen[candidate.label]}: give the candidates `label:`s of their own")
-        seen.setdefault(candidate.label, candidate.where)
-
-
-def _baseline_index(located: Located, shape: _SweepFile, candidates: list[Candidate], problems: list[str]) -> int:
-    """The baseline's index: marked `baseline: true` in the list, or named by the top-level `baseline:` (a label,
-    or the axis values that pick one candidate); the first candidate when neither says."""
-    marked = [i for i, c in enumerate(shape.candidates) if c.get("baseline") is True]
-    named: list[int] = []
-    if shape.baseline is not None:
-        wanted = shape.baseline
-        named = [i for i, c in enumerate(candidates)
-                 if (c.label == wanted if isinstance(wanted, str)
-                     else all(c.values.get(k) == v for k, v in wanted.items()))]
-        if not named:
-            labels = ", ".join(repr(c.label) for c in candidates)
-            problems.append(f"{located.where(['baseline'])}: baseline {wanted!r} is none of the candidates ({labels})")
-        elif len(named) > 1:
-            problems.append(f"{located.where(['baseline'])}: baseline {wanted!r} picks {len(named)} candidates "
-                            f"({', '.join(repr(candidates[i].label) for i in named)}): name exactly one")
-    every = sorted(set(marked) | set(named[:1] if len(named) == 1 else []))
-    if len(marked) > 1 or (marked and named and len(every) > 1):
-        wheres = [located.where(["candidates", i, "baseline"]) for i in marked]
-        if named:
-            wheres.append(located.where(["baseline"]))
-        problems.append(f"{wheres[0]}: two baselines ({'; '.join(wheres)}): a sweep has one")
-    return every[0] if every else 0
