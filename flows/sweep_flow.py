@@ -11,6 +11,7 @@ kept, a run that stopped part-way is resumed (only its missing cells run), the r
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -72,7 +73,7 @@ def run_sweep(sweep_file: str, name: str | None = None, resume: str | None = Non
     """
     sweep = load_sweep(sweep_file)
     if name:
-        sweep = Sweep(name=name, path=sweep.path, candidates=sweep.candidates, repeat=sweep.repeat, axes=sweep.axes)
+        sweep = dataclasses.replace(sweep, name=name)
     path = _db(sweep, db)
     store = Store(path)
     earlier: dict[tuple[str, int], dict[str, Any]] = {}
@@ -87,7 +88,6 @@ def run_sweep(sweep_file: str, name: str | None = None, resume: str | None = Non
                 spec={c.label: dict(c.values) for c in sweep.candidates}, axes=dict(sweep.axes),
                 baseline=sweep.baseline.label, flow_run_id=str(flow_ctx.flow_run.id) if flow_ctx and flow_ctx.flow_run else None)
     runs: list[SweepRun] = []
-    status = "completed"
     try:
         for candidate, repeat in sweep.runs():
             runs.append(_one(store, path, sweep, sweep_id, candidate, repeat, earlier.get((candidate.label, repeat))))
@@ -97,8 +97,7 @@ def run_sweep(sweep_file: str, name: str | None = None, resume: str | None = Non
     except BaseException:
         finish_sweep(store, sweep_id, "failed")
         raise
-    if any(r.status != "completed" for r in runs):
-        status = "partial"
+    status = "partial" if any(r.status != "completed" for r in runs) else "completed"
     finish_sweep(store, sweep_id, status)
     return SweepResult(sweep_id=sweep_id, name=sweep.name, baseline=sweep.baseline.label, db=path, status=status,
                        runs=runs)

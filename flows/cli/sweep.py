@@ -19,7 +19,7 @@ from evalduck.flows.cli.results import _store
 from evalduck.flows.inputs.sweeps import SweepFileError, load_sweep
 from evalduck.flows.report.fit import console_width, fit
 from evalduck.flows.report.leaderboard import CandidateStats, Moments, Paired, Row, leaderboard
-from evalduck.flows.report.leaderboard_text import to_csv, to_json, to_markdown
+from evalduck.flows.report.leaderboard_text import delta_text, mean_text, to_csv, to_json, to_markdown
 from evalduck.flows.report.text import literal
 
 __all__ = ("leaderboard_command", "sweep")
@@ -54,7 +54,7 @@ def sweep(
                       f"run(s), baseline {checked.baseline.label}", style="dim"))
     result = _run_on_server(ctx, err, str(sweep_file), name, resume, ephemeral)
     with _store(ctx) as store:
-        rows = _rows(store, result.sweep_id, None)
+        rows = _rows(store, result.sweep_id, result.baseline, None)
     out.print(fit(out, _table(rows, result.name)))
     ref = result.sweep_id[:8]
     out.print(literal(f"sweep {result.sweep_id} {result.status}; results in ", result.db, "; try `evalduck "
@@ -89,11 +89,10 @@ def _run_on_server(ctx: typer.Context, err: Console, path: str, name: str | None
                 raise typer.Exit(1) from None
 
 
-def _rows(store: Any, sweep_id: str, by: str | None) -> list[Row]:
+def _rows(store: Any, sweep_id: str, baseline: str, by: str | None) -> list[Row]:
+    """The sweep's leaderboard against ``baseline`` (its candidate's label), from its stats summed up in SQL."""
     from evalduck.flows.store.sweeps import leaderboard_stats
 
-    record = store.sql("SELECT baseline FROM sweeps WHERE sweep_id = ?", [sweep_id]).rows
-    baseline = record[0][0] if record else ""
     stats = leaderboard_stats(store, sweep_id, baseline)
     moments: dict[str, dict[str, Moments]] = {}
     for candidate, scorer, n, mean, sd in stats["moments"]:
@@ -107,10 +106,6 @@ def _rows(store: Any, sweep_id: str, by: str | None) -> list[Row]:
     return leaderboard(candidates, stats["directions"], by=by)
 
 
-def _num(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
 def _table(rows: list[Row], title: str) -> Table:
     table = Table(title=f"leaderboard: {title}", title_justify="left")
     for column in ("scorer", "candidate", "mean [95% CI]", "delta vs baseline [Holm CI]", "win/tie/loss", "tokens",
@@ -118,16 +113,8 @@ def _table(rows: list[Row], title: str) -> Table:
         table.add_column(column, overflow="fold")
     for row in rows:
         d = row.delta
-        if row.baseline:
-            delta = "baseline"
-        elif d is None:
-            delta = "no item in common"
-        else:
-            interval = f" [{_num(d.low)}, {_num(d.high)}]" if d.low is not None else ""
-            delta = f"{d.delta:+.3f}{interval}" + ("" if d.distinguishable else " not distinguishable")
-        mean = f"{_num(row.mean)} [{_num(row.low)}, {_num(row.high)}]" if row.low is not None else _num(row.mean)
-        table.add_row(row.scorer, ("* " if row.best else "") + row.candidate, mean, delta,
-                      f"{d.wins}/{d.ties}/{d.losses}" if d else "", f"{row.judge_tokens:,}",
+        table.add_row(row.scorer, ("* " if row.best else "") + row.candidate, mean_text(row, missing="–"),
+                      delta_text(row), f"{d.wins}/{d.ties}/{d.losses}" if d else "", f"{row.judge_tokens:,}",
                       "unknown" if row.cost is None else f"${row.cost:.4f}")
     return table
 
@@ -151,7 +138,7 @@ def leaderboard_command(
         except UnknownSweepError as exc:
             fail(value_error(label(ctx, "sweep"), sweep, str(exc).split(": ", 2)[-1]), ctx)
         try:
-            rows = _rows(store, record["sweep_id"], by)
+            rows = _rows(store, record["sweep_id"], record["baseline"], by)
         except ValueError as exc:
             fail(value_error(label(ctx, "by"), by, str(exc)), ctx)
     if output_format == "table":

@@ -19,6 +19,7 @@ says. Every problem is found before anything runs and named by file and line, as
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -137,8 +138,7 @@ def sweep_from_data(located: Located, root: Path | None = None) -> Sweep:
     if len(candidates) < 2 and shape.repeat < 2:
         raise SweepFileError([f"{located.where([])}: one candidate run once compares nothing: add an axis value or "
                               f"a candidate, or set `repeat:` to 2 or more to see run-to-run noise"])
-    final = tuple(Candidate(label=c.label, values=c.values, config=c.config, where=c.where, baseline=i == marked)
-                  for i, c in enumerate(candidates))
+    final = tuple(dataclasses.replace(c, baseline=i == marked) for i, c in enumerate(candidates))
     return Sweep(name=shape.name or located.path.stem, path=str(located.path), candidates=final,
                  repeat=shape.repeat, axes={name: tuple(values) for name, values in shape.axes.items()})
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from evalduck.flows.report.leaderboard import Row
 
-__all__ = ("JSON_FORMAT", "to_csv", "to_json", "to_markdown")
+__all__ = ("JSON_FORMAT", "delta_text", "mean_text", "to_csv", "to_json", "to_markdown")
 
 JSON_FORMAT = "evalduck.leaderboard/1"
 
@@ -62,7 +62,15 @@ def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
-def _delta_text(row: Row) -> str:
+def mean_text(row: Row, missing: str = "") -> str:
+    """``0.812 [0.790, 0.834]``: the mean and its 95% interval; ``missing`` when the candidate has no score."""
+    if row.mean is None:
+        return missing
+    return f"{_num(row.mean)} [{_num(row.low)}, {_num(row.high)}]" if row.low is not None else _num(row.mean)
+
+
+def delta_text(row: Row) -> str:
+    """``+0.041 [0.012, 0.070]``, ``... not distinguishable``, ``baseline`` or ``no item in common``."""
     d = row.delta
     if row.baseline:
         return "baseline"
@@ -82,12 +90,11 @@ def to_markdown(rows: Sequence[Row]) -> str:
                      "| cost | cost per point | latency p50 / p95 (s) |")
         parts.append("|---|---|---|---|---|---|---|---|---|")
         for row in (r for r in rows if r.scorer == scorer):
-            mean = f"{_num(row.mean)} [{_num(row.low)}, {_num(row.high)}]" if row.low is not None else _num(row.mean)
             wtl = f"{row.delta.wins} / {row.delta.ties} / {row.delta.losses}" if row.delta else ""
             cost = "unknown" if row.cost is None else f"${row.cost:.4f}"
             per_point = "" if row.cost_per_point is None else f"${row.cost_per_point:.4f}"
             latency = f"{_num(row.latency_p50, 2)} / {_num(row.latency_p95, 2)}" if row.latency_p50 is not None else ""
-            parts.append(f"| {'best' if row.best else ''} | {_cell(row.candidate)} | {mean} | {_delta_text(row)} "
+            parts.append(f"| {'best' if row.best else ''} | {_cell(row.candidate)} | {mean_text(row)} | {delta_text(row)} "
                          f"| {wtl} | {row.judge_tokens:,} | {cost} | {per_point} | {latency} |")
         parts.append("")
     return "\n".join(parts)
