@@ -52,7 +52,7 @@ def _fill(db: Path) -> str:
 
 
 def bench_leaderboard(repeat: int) -> None:
-    from evalduck.flows.cli.sweep import _rows
+    from evalduck.flows.report.sweep_board import sweep_rows
     from evalduck.flows.store import Store
 
     db = WORK / "sweep.duckdb"
@@ -63,7 +63,7 @@ def bench_leaderboard(repeat: int) -> None:
     for _ in range(repeat):
         store = Store(db)
         t = time.perf_counter()
-        rows = _rows(store, sweep_id, None)
+        rows = sweep_rows(store, sweep_id, "c0")
         inner.append(time.perf_counter() - t)
         t = time.perf_counter()
         done = subprocess.run([str(Path(sys.executable).with_name("evalduck")), "--db", str(db), "leaderboard",

@@ -18,7 +18,7 @@ from evalduck.flows.cli.errors import label, value_error
 from evalduck.flows.cli.results import _store
 from evalduck.flows.inputs.sweeps import SweepFileError, load_sweep
 from evalduck.flows.report.fit import console_width, fit
-from evalduck.flows.report.leaderboard import CandidateStats, Moments, Paired, Row, leaderboard
+from evalduck.flows.report.leaderboard import Row
 from evalduck.flows.report.leaderboard_text import delta_text, mean_text, to_csv, to_json, to_markdown
 from evalduck.flows.report.text import literal
 
@@ -53,8 +53,10 @@ def sweep(
     err.print(literal(f"sweep {name or checked.name}: {len(checked.candidates)} candidate(s) x {checked.repeat} "
                       f"run(s), baseline {checked.baseline.label}", style="dim"))
     result = _run_on_server(ctx, err, str(sweep_file), name, resume, ephemeral)
+    from evalduck.flows.report.sweep_board import sweep_rows
+
     with _store(ctx) as store:
-        rows = _rows(store, result.sweep_id, result.baseline, None)
+        rows = sweep_rows(store, result.sweep_id, result.baseline, None)
     out.print(fit(out, _table(rows, result.name)))
     ref = result.sweep_id[:8]
     out.print(literal(f"sweep {result.sweep_id} {result.status}; results in ", result.db, "; try `evalduck "
@@ -89,23 +91,6 @@ def _run_on_server(ctx: typer.Context, err: Console, path: str, name: str | None
                 raise typer.Exit(1) from None
 
 
-def _rows(store: Any, sweep_id: str, baseline: str, by: str | None) -> list[Row]:
-    """The sweep's leaderboard against ``baseline`` (its candidate's label), from its stats summed up in SQL."""
-    from evalduck.flows.store.sweeps import leaderboard_stats
-
-    stats = leaderboard_stats(store, sweep_id, baseline)
-    moments: dict[str, dict[str, Moments]] = {}
-    for candidate, scorer, n, mean, sd in stats["moments"]:
-        moments.setdefault(candidate, {})[scorer] = Moments(n=int(n), mean=mean, sd=sd)
-    paired: dict[str, dict[str, Paired]] = {}
-    for candidate, scorer, n, mean, sd, up, same, down in stats["paired"]:
-        paired.setdefault(candidate, {})[scorer] = Paired(n=int(n), mean=mean, sd=sd, up=up, same=same, down=down)
-    candidates = [CandidateStats(label=label, baseline=label == baseline, scores=moments.get(label, {}),
-                                 paired=paired.get(label, {}), judge_tokens=int(tokens or 0), cost=cost)
-                  for label, tokens, cost in stats["usage"]]
-    return leaderboard(candidates, stats["directions"], by=by)
-
-
 def _table(rows: list[Row], title: str) -> Table:
     table = Table(title=f"leaderboard: {title}", title_justify="left")
     for column in ("scorer", "candidate", "mean [95% CI]", "delta vs baseline [Holm CI]", "win/tie/loss", "tokens",
@@ -128,6 +113,7 @@ def leaderboard_command(
 ) -> None:
     """A sweep's candidates against its baseline: means, paired deltas with Holm-adjusted intervals, win/tie/loss,
     tokens and cost per scorer, best first (`*`)."""
+    from evalduck.flows.report.sweep_board import sweep_rows
     from evalduck.flows.store.sweeps import UnknownSweepError, resolve_sweep
 
     if output_format not in _FORMATS:
@@ -138,7 +124,7 @@ def leaderboard_command(
         except UnknownSweepError as exc:
             fail(value_error(label(ctx, "sweep"), sweep, str(exc).split(": ", 2)[-1]), ctx)
         try:
-            rows = _rows(store, record["sweep_id"], record["baseline"], by)
+            rows = sweep_rows(store, record["sweep_id"], record["baseline"], by)
         except ValueError as exc:
             fail(value_error(label(ctx, "by"), by, str(exc)), ctx)
     if output_format == "table":

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evalduck.flows.cli.sweep import _rows
 from evalduck.flows.report.leaderboard import CandidateScores, leaderboard
+from evalduck.flows.report.sweep_board import sweep_rows
 from evalduck.flows.store import ScoreRow, Store
 from evalduck.flows.store.sweeps import (
     UnknownSweepError,
@@ -52,7 +52,7 @@ def test_the_leaderboard_summed_up_in_sql_equals_the_one_summed_up_item_by_item(
         CandidateScores(label=c, baseline=c == "base", scores={
             s: {i: (runs[c, 0][s][i] + runs[c, 1][s][i]) / 2 for i in runs[c, 0][s]} for s in ("tone", "halluc")})
         for c in ("base", "up", "flat")], {"halluc": False, "tone": True})
-    by_sql = _rows(store, "s1", "base", None)
+    by_sql = sweep_rows(store, "s1", "base", None)
     assert [(r.scorer, r.candidate, r.best) for r in by_sql] == [(r.scorer, r.candidate, r.best) for r in by_python]
     for a, b in zip(by_sql, by_python, strict=True):
         assert (a.n, a.mean, a.low, a.high) == pytest.approx((b.n, b.mean, b.low, b.high))
