@@ -24,7 +24,7 @@ from evalduck.flows.report.text import literal
 
 __all__ = ("leaderboard_command", "sweep")
 
-_FORMATS = ("table", "markdown", "csv", "json")
+_FORMATS = ("table", "markdown", "csv", "json", "html")
 
 
 @app.command()
@@ -110,14 +110,22 @@ def leaderboard_command(
     sweep: Annotated[str, typer.Argument(metavar="[SWEEP]", help="A sweep's id, id prefix or name")] = "latest",
     by: Annotated[Optional[str], typer.Option(help="The scorer to rank by (listed first)")] = None,
     output_format: Annotated[str, typer.Option("--format", help=f"One of {', '.join(_FORMATS)}")] = "table",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="The file to write (html: default "
+                                                   "reports/sweep-<name>-<id>.html beside the results file; "
+                                                   "markdown, csv, json: default stdout)")] = None,
 ) -> None:
     """A sweep's candidates against its baseline: means, paired deltas with Holm-adjusted intervals, win/tie/loss,
-    tokens and cost per scorer, best first (`*`)."""
+    tokens and cost per scorer, best first (`*`); `--format html` writes the sweep's report and prints its path."""
     from evalduck.flows.report.sweep_board import sweep_rows
     from evalduck.flows.store.sweeps import UnknownSweepError, resolve_sweep
 
     if output_format not in _FORMATS:
         fail(value_error(label(ctx, "output_format"), output_format, f"not one of {', '.join(_FORMATS)}"), ctx)
+    where = output.expanduser().absolute() if output is not None else None
+    if where is not None and (output_format == "table" or where.is_dir() or not where.parent.is_dir()):
+        why = ("needs --format html, markdown, csv or json" if output_format == "table" else "is a folder; name the "
+               "file to write" if where.is_dir() else f"folder {where.parent} does not exist")
+        fail(value_error(label(ctx, "output"), output, why), ctx)
     with _store(ctx) as store:
         try:
             record = resolve_sweep(store, sweep)
@@ -127,10 +135,19 @@ def leaderboard_command(
             rows = sweep_rows(store, record["sweep_id"], record["baseline"], by)
         except ValueError as exc:
             fail(value_error(label(ctx, "by"), by, str(exc)), ctx)
+        if output_format == "html":
+            from evalduck.flows.cli.sweep_report import write_html
+
+            write_html(store, record, where, by)
+            return
     if output_format == "table":
         out = Console(width=console_width(sys.stdout))
         out.print(fit(out, _table(rows, f"{record['name']} ({record['sweep_id'][:8]}, {record['status']})")))
         return
     text = {"markdown": to_markdown, "csv": to_csv}.get(output_format)
-    sys.stdout.write(text(rows) if text else to_json(rows, sweep_id=record["sweep_id"], name=record["name"],
-                                                     baseline=record["baseline"], status=record["status"]))
+    shown = text(rows) if text else to_json(rows, sweep_id=record["sweep_id"], name=record["name"],
+                                            baseline=record["baseline"], status=record["status"])
+    if where is None:
+        sys.stdout.write(shown)
+    else:
+        where.write_text(shown, encoding="utf-8")
