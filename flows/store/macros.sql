@@ -189,3 +189,117 @@ FULL OUTER JOIN (SELECT * FROM scores WHERE run_id = run_b AND scorer_id = score
 LEFT JOIN items AS ia ON ia.run_id = run_a AND ia.item_id = coalesce(a.item_id, b.item_id)
 LEFT JOIN items AS ib ON ib.run_id = run_b AND ib.item_id = coalesce(a.item_id, b.item_id)
 ORDER BY gain ASC NULLS LAST, item_id;
+
+-- Sweeps (docs/sweeps.md). A sweep reference as `evalduck leaderboard` resolves it (flows/store/sweeps.py):
+-- 'latest' (the newest sweep), a sweep id, a name (its newest sweep), or an id prefix only one sweep has;
+-- NULL when nothing matches, and every sweep macro below then returns no row.
+CREATE OR REPLACE MACRO sweep_ref(ref) AS
+    coalesce(
+        (SELECT sweep_id FROM sweeps WHERE ref = 'latest' ORDER BY started_at DESC, sweep_id DESC LIMIT 1),
+        (SELECT sweep_id FROM sweeps WHERE ref <> 'latest' AND sweep_id = ref LIMIT 1),
+        (SELECT sweep_id FROM sweeps WHERE ref <> 'latest' AND name = ref
+         ORDER BY started_at DESC, sweep_id DESC LIMIT 1),
+        (SELECT min(sweep_id) FROM sweeps WHERE ref <> 'latest' AND starts_with(sweep_id, ref) HAVING count(*) = 1));
+
+-- A sweep's cells, what its leaderboard is computed from: per candidate, scorer and item, the mean score over
+-- the candidate's repeats (scored cells only: an item counts once however many of its runs scored it), and
+-- how many scored cells that mean is over.
+CREATE OR REPLACE MACRO sweep_cells(sweep) AS TABLE
+SELECT r.candidate, s.scorer_id, s.item_id, avg(s.score) AS score, count(*) AS n_scored
+FROM scores AS s
+JOIN runs AS r ON r.run_id = s.run_id
+WHERE r.sweep_id = sweep_ref(sweep) AND s.status = 'scored'
+GROUP BY r.candidate, s.scorer_id, s.item_id;
+
+-- A sweep's scorers and their direction: run_scorers of its runs (a scorer lower-is-better in any of them is
+-- lower-is-better), and a scorer with scored cells that run_scorers does not list, as higher-is-better.
+CREATE OR REPLACE MACRO sweep_scorers(sweep) AS TABLE
+SELECT scorer_id, coalesce(bool_and(hib), true) AS higher_is_better
+FROM (
+    SELECT d.scorer_id, d.higher_is_better AS hib
+    FROM run_scorers AS d JOIN runs AS r ON r.run_id = d.run_id
+    WHERE r.sweep_id = sweep_ref(sweep)
+    UNION ALL
+    SELECT DISTINCT scorer_id, NULL AS hib FROM sweep_cells(sweep)
+)
+GROUP BY scorer_id;
+
+-- Each candidate but the baseline against the baseline (sweeps.baseline), item by item: one row per candidate,
+-- scorer and item both scored (sweep_cells). delta = score - baseline_score; gain = the delta signed so that
+-- positive is better (-delta for a lower-is-better scorer); outcome 'tie' when |delta| <= 1e-9, else 'win'
+-- (gain > 0) or 'loss'. Ordered by scorer and candidate, then worst first (lowest gain).
+CREATE OR REPLACE MACRO sweep_pairs(sweep) AS TABLE
+WITH
+    sweep_row AS (SELECT baseline FROM sweeps WHERE sweep_id = sweep_ref(sweep) LIMIT 1),
+    cells AS (FROM sweep_cells(sweep)),
+    directions AS (FROM sweep_scorers(sweep)),
+    paired AS (
+        SELECT c.candidate, c.scorer_id, c.item_id, b.score AS baseline_score, c.score, c.score - b.score AS delta,
+               CASE WHEN d.higher_is_better THEN c.score - b.score ELSE b.score - c.score END AS gain
+        FROM cells AS c
+        JOIN sweep_row AS w ON c.candidate <> w.baseline
+        JOIN cells AS b ON b.candidate = w.baseline AND b.scorer_id = c.scorer_id AND b.item_id = c.item_id
+        JOIN directions AS d ON d.scorer_id = c.scorer_id)
+SELECT candidate, scorer_id, item_id, baseline_score, score, delta, gain,
+       CASE WHEN abs(delta) <= 1e-9 THEN 'tie' WHEN gain > 0 THEN 'win' ELSE 'loss' END AS outcome
+FROM paired
+ORDER BY scorer_id, candidate, gain, item_id;
+
+-- A sweep's leaderboard, one row per candidate (every label its runs carry) and scorer (sweep_scorers), the
+-- figures of `evalduck leaderboard` (flows/report/leaderboard.py) but for Holm's adjustment:
+-- n, mean, ci_low/ci_high: the candidate's cells (sweep_cells), their 95% t interval (NULL below 2 cells);
+-- n_pairs, delta, delta_low/delta_high, wins/ties/losses: against the baseline over the items both scored
+-- (sweep_pairs), delta oriented (the mean gain: positive is better), its UNADJUSTED 95% t interval (NULL
+-- below 2 pairs); all NULL on the baseline's rows, n_pairs 0 and delta NULL with no item in common.
+-- `evalduck leaderboard` draws the interval at Holm's level for the scorer's comparisons and gives p-values:
+-- that needs Student's t CDF, which DuckDB lacks; with a single candidate besides the baseline the two agree.
+-- judge_tokens, cost: over every cell of the candidate's runs; cost NULL when a judge request had no price.
+-- rank: 1 = the best mean within the scorer (the lowest for a lower-is-better one), ties broken by the order
+-- the candidates ran, as the leaderboard's; NULL with no scored cell.
+CREATE OR REPLACE MACRO sweep_leaderboard(sweep) AS TABLE
+WITH
+    sweep_row AS (SELECT sweep_id, baseline FROM sweeps WHERE sweep_id = sweep_ref(sweep) LIMIT 1),
+    candidates AS (
+        SELECT r.candidate, min(r.started_at) AS first_started,
+               CAST(coalesce(sum(s.prompt_tokens), 0) + coalesce(sum(s.completion_tokens), 0) AS BIGINT)
+                   AS judge_tokens,
+               CASE WHEN count(s.cost) = count(s.judge_model) THEN coalesce(sum(s.cost), 0) END AS cost
+        FROM runs AS r
+        LEFT JOIN scores AS s ON s.run_id = r.run_id
+        WHERE r.sweep_id = (SELECT sweep_id FROM sweep_row)
+        GROUP BY r.candidate),
+    moments AS (
+        SELECT candidate, scorer_id, count(*) AS n, avg(score) AS mean, stddev_samp(score) AS sd
+        FROM sweep_cells(sweep) GROUP BY candidate, scorer_id),
+    paired AS (
+        SELECT candidate, scorer_id, count(*) AS n, avg(gain) AS gain, stddev_samp(gain) AS sd,
+               count(*) FILTER (WHERE outcome = 'win') AS wins,
+               count(*) FILTER (WHERE outcome = 'tie') AS ties,
+               count(*) FILTER (WHERE outcome = 'loss') AS losses
+        FROM sweep_pairs(sweep) GROUP BY candidate, scorer_id),
+    board AS (
+        SELECT c.candidate, d.scorer_id, c.candidate = w.baseline AS is_baseline, d.higher_is_better,
+               coalesce(m.n, 0) AS n, m.mean,
+               m.mean - t975(m.n - 1) * m.sd / sqrt(m.n) AS ci_low,
+               m.mean + t975(m.n - 1) * m.sd / sqrt(m.n) AS ci_high,
+               p.n AS n_pairs, p.gain AS delta,
+               p.gain - t975(p.n - 1) * p.sd / sqrt(p.n) AS delta_low,
+               p.gain + t975(p.n - 1) * p.sd / sqrt(p.n) AS delta_high,
+               p.wins, p.ties, p.losses, c.judge_tokens, c.cost, c.first_started
+        FROM candidates AS c
+        CROSS JOIN sweep_scorers(sweep) AS d
+        CROSS JOIN sweep_row AS w
+        LEFT JOIN moments AS m ON m.candidate = c.candidate AND m.scorer_id = d.scorer_id
+        LEFT JOIN paired AS p ON p.candidate = c.candidate AND p.scorer_id = d.scorer_id)
+SELECT candidate, scorer_id, is_baseline, higher_is_better, n, mean, ci_low, ci_high,
+       CASE WHEN NOT is_baseline THEN coalesce(n_pairs, 0) END AS n_pairs, delta, delta_low, delta_high,
+       CASE WHEN NOT is_baseline THEN coalesce(wins, 0) END AS wins,
+       CASE WHEN NOT is_baseline THEN coalesce(ties, 0) END AS ties,
+       CASE WHEN NOT is_baseline THEN coalesce(losses, 0) END AS losses,
+       judge_tokens, cost,
+       CASE WHEN mean IS NOT NULL THEN row_number() OVER (
+           PARTITION BY scorer_id
+           ORDER BY CASE WHEN higher_is_better THEN -mean ELSE mean END NULLS LAST, first_started, candidate)
+       END AS rank
+FROM board
+ORDER BY scorer_id, rank NULLS LAST, first_started, candidate;
