@@ -127,11 +127,11 @@ class Run:
             plan = self.plan
             if plan.target.calls:
                 try:
-                    state.output = await self.steps.call_target(state.item)
+                    state.output, latency = await self.steps.call_target(state.item)
                 except StepFailed as exc:
                     self._error_all(state, plan.scorers, str(exc))
                     return
-                self._write(items=[{**state.item.store_record(), "output": state.output}])
+                self._write(items=[{**state.item.store_record(), "output": state.output, "target_latency_s": latency}])
                 if self.code_scorers:
                     self.chunks.put(state)  # code-only scorers need only the output
             wanted = [s for s in self.judge_scorers if plan.wanted(state.item.item_id, s.id)]

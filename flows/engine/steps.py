@@ -71,8 +71,9 @@ class StepRunner:
                         lambda batch, step=step: self.run_chunk(step, [c for c, _ in batch], span([w for _, w in batch])))
         self.target_task = target_task(plan.target.label, options, cache_dir) if plan.target.calls else None
 
-    async def call_target(self, item: DatasetItem) -> Any:
-        """The item's output; raises ``StepFailed`` with the target's error."""
+    async def call_target(self, item: DatasetItem) -> tuple[Any, float | None]:
+        """The item's output and the seconds the target took to give it (None from a cache written before
+        targets were timed); raises ``StepFailed`` with the target's error."""
         target = self.plan.target
         assert self.target_task is not None
         key = target.cache_key(item)
@@ -83,7 +84,8 @@ class StepRunner:
             self._stop_if_misconfigured(f"target {target.label}", exc)
             raise StepFailed(f"target {target.label}: {type(exc).__name__}: {exc}")
         self.ledger.target(target).note(item.item_id, key, state.name == "Cached", lambda: target_parts(target, item))
-        return (await state.aresult())["output"]
+        result = await state.aresult()
+        return result["output"], result.get("latency_s")
 
     def for_item(self, item: DatasetItem, spent: list[Mapping[str, Any]], sample: int = 0) -> RunStep:
         """One item's judge scorer: judge steps as tasks, code steps through their micro-batcher. The

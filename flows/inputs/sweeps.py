@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalduck.errors import EvalduckError
 from evalduck.flows.config import EvalConfig, RunOptions
 from evalduck.flows.inputs.sweep_labels import FILE_PREFIX, baseline_index, duplicate_labels, label_of
+from evalduck.flows.inputs.targets import TargetError, resolve_target
 from evalduck.flows.inputs.yaml_lines import Located, YamlFileError, read_yaml
 
 __all__ = ("AXES", "Candidate", "Sweep", "SweepFileError", "load_sweep", "sweep_from_data")
@@ -38,8 +39,9 @@ __all__ = ("AXES", "Candidate", "Sweep", "SweepFileError", "load_sweep", "sweep_
 # The fields a candidate may set: what is evaluated and by which judge. Run options (concurrency, rates, the
 # store...) are the sweep's, the same for every candidate; dataset and scorers are what makes them comparable.
 AXES = ("target", "target_system_prompt", "target_api_base", "judge_model", "judge_api_base")
-# What only a `model:` target reads: on another target a candidate that varies it is another's twin.
-_MODEL_TARGET_ONLY = ("target_system_prompt", "target_api_base")
+# What only a `model:` target reads: on another target a candidate that varies it is another's twin. (A
+# `module:function` target takes a system prompt as its `system_prompt` parameter: flows/inputs/targets.py.)
+_MODEL_TARGET_ONLY = ("target_api_base",)
 _MAX_REPEAT = 20
 
 
@@ -231,6 +233,9 @@ def _candidate(located: Located, root: Path, base: Mapping[str, Any], row: Row, 
             problems.append(f"{located.where(paths[name])}: {name} only goes to a `model:` target, and this "
                             f"candidate's target is {target!r}: it would run exactly as without it (give a "
                             f"`module:function` target what it needs another way, e.g. one function per variant)")
+    if isinstance(target, str) and target and not target.startswith("model:"):
+        _check_callable(target, fields.get("target_system_prompt"),
+                        located.where(paths["target"] if "target" in values else ["base", "target"]), problems)
     try:
         config = EvalConfig.model_validate(fields)
     except ValidationError as exc:
@@ -242,6 +247,15 @@ def _candidate(located: Located, root: Path, base: Mapping[str, Any], row: Row, 
         config = EvalConfig.model_construct(**fields)
     return Candidate(label=str(label) if label is not None else label_of(values), values=values, config=config,
                      where=where)
+
+
+def _check_callable(target: str, system_prompt: Any, where: str, problems: list[str]) -> None:
+    """A `module:function` target imports, and takes the candidate's system prompt if it has one: found here,
+    before any candidate runs, not when its turn comes."""
+    try:
+        resolve_target(target, system_prompt=system_prompt if isinstance(system_prompt, str) else None)
+    except TargetError as exc:
+        problems.append(f"{where}: {exc}")
 
 
 def _prompt_file(root: Path, where: str, value: Any, problems: list[str]) -> Any:

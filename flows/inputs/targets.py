@@ -1,15 +1,18 @@
 """Targets: what produces the output to score. None (the item's own `output`), a Python callable (sync or
-async; "module:function" from the CLI/UI), or "model:<litellm model>" with an optional system prompt."""
+async; "module:function" from the CLI/UI), or "model:<litellm model>"; either of the last two with an optional
+system prompt (a callable takes it as its `system_prompt` parameter)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import hashlib
 import importlib
 import inspect
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,23 +86,28 @@ class Target:
         return _digest(self.key_components(item))
 
     async def acall(self, item: DatasetItem, *, transport: JudgeTransport | None = None) -> dict[str, Any]:
-        """One attempt: {"output": ..., "usage": [JudgeUsage dicts]}. A model target sends its request
-        through ``transport`` (default: litellm in this process)."""
+        """One attempt: {"output": ..., "usage": [JudgeUsage dicts], "latency_s": seconds it took}. A model
+        target sends its request through ``transport`` (default: litellm in this process). The latency is
+        part of the cached result: a cached output keeps the time its call took (the target's speed, which
+        the sweep leaderboard's p50/p95 compare), not the cache's."""
+        started = time.perf_counter()
         if self.kind == "model":
-            return await self._ask_model(item, transport)
+            result = await self._ask_model(item, transport)
+            return {**result, "latency_s": round(time.perf_counter() - started, 6)}
         try:
             output = await asyncio.wait_for(self._invoke(item.input), self.timeout)
         except asyncio.TimeoutError:
             raise TimeoutError(f"target {self.label} gave no answer within {self.timeout:g}s (target_timeout_s)") from None
         if output is not None and not isinstance(output, (str, list)):
             raise TypeError(f"target {self.label} must return a string or chat messages, got {type(output).__name__}")
-        return {"output": output, "usage": []}
+        return {"output": output, "usage": [], "latency_s": round(time.perf_counter() - started, 6)}
 
     async def _invoke(self, value: Any) -> Any:
         assert self.fn is not None
+        fn = self.fn if self.system_prompt is None else functools.partial(self.fn, system_prompt=self.system_prompt)
         if inspect.iscoroutinefunction(self.fn):
-            return await self.fn(value)
-        output = await _in_daemon_thread(self.fn, value, f"target {self.label}")
+            return await fn(value)
+        output = await _in_daemon_thread(fn, value, f"target {self.label}")
         return await output if inspect.isawaitable(output) else output
 
     async def _ask_model(self, item: DatasetItem, transport: JudgeTransport | None) -> dict[str, Any]:
@@ -198,9 +206,7 @@ def resolve_target(
     if target is None or target == "":
         return Target(kind="output", label="output")
     if callable(target):
-        identity, source = _callable_identity(target)
-        return Target(kind="callable", label=identity["name"], fn=target, identity=identity, timeout=timeout,
-                      source=source)
+        return _callable_target(target, None, system_prompt, timeout)
     if not isinstance(target, str):
         raise TargetError(None, f"must be None, a callable or a string, got {type(target).__name__}")
     if target.startswith("model:"):
@@ -210,6 +216,29 @@ def resolve_target(
         settings = JudgeSettings(model=model, api_base=api_base, timeout=timeout)
         identity = {"kind": "model", **settings.key_fields(), "system_prompt": system_prompt}
         return Target(kind="model", label=target, settings=settings, system_prompt=system_prompt, identity=identity)
-    fn = _import_callable(target)
+    return _callable_target(_import_callable(target), target, system_prompt, timeout)
+
+
+def _takes_system_prompt(fn: Callable[..., Any]) -> bool:
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        return False
+    return any(p.name == "system_prompt" and p.kind is not p.POSITIONAL_ONLY or p.kind is p.VAR_KEYWORD
+               for p in parameters)
+
+
+def _callable_target(fn: Callable[..., Any], spec: str | None, system_prompt: str | None, timeout: float) -> Target:
+    """A Python function as the target. A system prompt goes to it as ``system_prompt=`` (then part of its
+    outputs' cache key), so one function serves several prompts; one that takes no such parameter is refused
+    rather than run as if the prompt had been used."""
     identity, source = _callable_identity(fn)
-    return Target(kind="callable", label=target, fn=fn, identity=identity, timeout=timeout, source=source)
+    label = spec if spec is not None else identity["name"]
+    if system_prompt is not None:
+        if not _takes_system_prompt(fn):
+            raise TargetError(label, "was given a system prompt, but the function takes no `system_prompt` "
+                                     "parameter: add `system_prompt: str | None = None` to it (evalduck passes the "
+                                     "prompt there), or drop the system prompt")
+        identity = {**identity, "system_prompt": system_prompt}
+    return Target(kind="callable", label=label, fn=fn, system_prompt=system_prompt, identity=identity,
+                  timeout=timeout, source=source)

@@ -24,6 +24,7 @@ def sweep_rows(store: Store, sweep_id: str, baseline: str, by: str | None = None
     for candidate, scorer, n, mean, sd, up, same, down in stats["paired"]:
         paired.setdefault(candidate, {})[scorer] = Paired(n=int(n), mean=mean, sd=sd, up=up, same=same, down=down)
     candidates = [CandidateStats(label=label, baseline=label == baseline, scores=moments.get(label, {}),
-                                 paired=paired.get(label, {}), judge_tokens=int(tokens or 0), cost=cost)
+                                 paired=paired.get(label, {}), judge_tokens=int(tokens or 0), cost=cost,
+                                 latencies=stats["latency"].get(label, ()))
                   for label, tokens, cost in stats["usage"]]
     return leaderboard(candidates, stats["directions"], by=by)

@@ -170,7 +170,14 @@ ALTER TABLE runs ADD COLUMN candidate VARCHAR;
 ALTER TABLE runs ADD COLUMN sweep_repeat INTEGER;
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
+# v7: the seconds the target took to answer each item (a model or a Python function; NULL for a dataset's own
+# outputs, for items stored before v7, and for an output cached before targets were timed), for the sweep
+# leaderboard's latency p50/p95. A cached output keeps the time its call took.
+_V7 = """
+ALTER TABLE items ADD COLUMN target_latency_s DOUBLE;
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

@@ -109,11 +109,20 @@ FROM runs AS r LEFT JOIN scores AS s USING (run_id) WHERE r.sweep_id = $sweep GR
 """
 
 
+# Per candidate: the target's seconds per item over all its runs (each repeat's answer counts: it was timed).
+_LATENCY = """
+SELECT r.candidate, list(i.target_latency_s ORDER BY i.target_latency_s) AS latencies
+FROM runs AS r JOIN items AS i USING (run_id)
+WHERE r.sweep_id = $sweep AND i.target_latency_s IS NOT NULL GROUP BY ALL
+"""
+
+
 def leaderboard_stats(store: Store, sweep_id: str, baseline: str) -> dict[str, Any]:
     """What the leaderboard reads of a sweep, summed up in SQL (flows/report/leaderboard.py's Moments and Paired,
     as rows): ``moments`` (candidate, scorer, n, mean, sd), ``paired`` against ``baseline`` (candidate, scorer, n,
     mean, sd, up, same, down), ``usage`` per candidate in the order they ran (candidate, tokens, cost: None when
-    a request had no price) and ``directions`` (scorer -> higher is better)."""
+    a request had no price), ``latency`` (candidate -> the target's seconds per item) and ``directions``
+    (scorer -> higher is better)."""
     args = {"sweep": sweep_id}
     directions = store.sql(
         "SELECT DISTINCT rs.scorer_id, rs.higher_is_better FROM run_scorers AS rs JOIN runs AS r USING (run_id) "
@@ -121,4 +130,5 @@ def leaderboard_stats(store: Store, sweep_id: str, baseline: str) -> dict[str, A
     return {"moments": store.sql(_MOMENTS, args).rows,
             "paired": store.sql(_PAIRED, {**args, "baseline": baseline}).rows,
             "usage": store.sql(_USAGE, args).rows,
+            "latency": dict(store.sql(_LATENCY, args).rows),
             "directions": {scorer: bool(higher) for scorer, higher in directions}}

@@ -21,9 +21,9 @@ __all__ = ("ITEM_COLUMNS", "RUN_SCORER_COLUMNS", "item_tuples", "score_tuples", 
            "utcnow")
 
 ITEM_COLUMNS = ("run_id", "item_id", "input", "output", "ground_truth", "request_context", "metadata", "context",
-                "expected_tool", "expected_tool_order", "created_at")
+                "expected_tool", "expected_tool_order", "target_latency_s", "created_at")
 _ITEM_FIELDS = ITEM_COLUMNS[2:-1]  # what an item gives
-_ITEM_TEXT_COLUMNS = frozenset({"expected_tool"})  # VARCHAR; the other fields are JSON
+_ITEM_PLAIN_COLUMNS = frozenset({"expected_tool", "target_latency_s"})  # VARCHAR, DOUBLE; the other fields are JSON
 _ITEM_ALIASES = {"ground_truth": ("ground_truth", "groundTruth"), "request_context": ("request_context", "requestContext"),
                  "expected_tool": ("expected_tool", "expectedTool"),
                  "expected_tool_order": ("expected_tool_order", "expectedToolOrder")}
@@ -51,7 +51,7 @@ def item_tuples(run_id: str, items: Sequence[Mapping[str, Any]]) -> list[tuple[A
         iid = item.get("item_id")
         iid = compute_item_id(item) if iid is None else str(iid)
         values = ((col, _first(item, _ITEM_ALIASES.get(col, (col,)))) for col in _ITEM_FIELDS)
-        rows[iid] = (run_id, iid, *(v if col in _ITEM_TEXT_COLUMNS else to_json(v) for col, v in values), now)
+        rows[iid] = (run_id, iid, *(v if col in _ITEM_PLAIN_COLUMNS else to_json(v) for col, v in values), now)
     return list(rows.values())
 
 

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -109,6 +110,13 @@ def test_a_sweep_runs_each_candidate_and_its_leaderboard_matches_the_stored_rows
     assert (delta["wins"], delta["ties"], delta["losses"]) == (
         sum(d > 0 for d in diffs), sum(d == 0 for d in diffs), sum(d < 0 for d in diffs))
     assert rows["targets:warm"]["mean"] == pytest.approx(sum(warm) / len(warm))
+    # The target's latency: every answer timed and stored; p50 / p95 interpolated as numpy's default does.
+    for candidate in ("targets:terse", "targets:warm"):
+        seconds = [s for (s,) in _stored(folder, "SELECT i.target_latency_s FROM items i JOIN runs r USING (run_id) "
+                                                 "WHERE r.candidate = ?", candidate)]
+        assert len(seconds) == 2 * len(QUESTIONS) and all(s is not None and s >= 0 for s in seconds)
+        assert rows[candidate]["latency_p50"] == pytest.approx(float(np.percentile(seconds, 50)))
+        assert rows[candidate]["latency_p95"] == pytest.approx(float(np.percentile(seconds, 95)))
     best = [r["candidate"] for r in doc["rows"] if r["best"]]
     assert best == [max(("targets:terse", base), ("targets:warm", warm), key=lambda p: sum(p[1]))[0]]
 

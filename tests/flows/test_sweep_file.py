@@ -4,6 +4,8 @@ before anything runs."""
 from __future__ import annotations
 
 import itertools
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,32 @@ base:
   scorers: [tone-scorer, answer-relevancy-scorer]
   concurrency: 4
 """
+
+
+# The module the files' `m:<name>` targets import: `m:a` takes no system prompt, `m:b` does, any other name is a
+# function too (load_sweep imports each `module:function` target, before anything runs).
+TARGETS = """\
+def a(question):
+    return "a"
+
+def b(question, system_prompt=None):
+    return "b"
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return lambda question: name
+"""
+
+
+@pytest.fixture(autouse=True, scope="module")
+def targets_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    folder = tmp_path_factory.mktemp("targets")
+    (folder / "m.py").write_text(TARGETS)
+    sys.path.insert(0, str(folder))
+    yield
+    sys.path.remove(str(folder))
+    sys.modules.pop("m", None)
 
 
 def write(tmp_path: Path, text: str, name: str = "sweep.yaml") -> Path:
@@ -109,8 +137,12 @@ def test_one_candidate_repeated_is_a_sweep_of_run_to_run_noise(tmp_path: Path) -
     (BASE + "  target: model:openai/x\naxes:\n  target_system_prompt: ['file:missing.txt', Be brief.]\n",
      ["sweep.yaml line 7: 'file:missing.txt': cannot read ", "missing.txt (FileNotFoundError"]),
     (BASE + "axes:\n  target: [m:a, m:b]\n  target_system_prompt: [Be brief., Be kind.]\n",
-     ["sweep.yaml line 7: target_system_prompt only goes to a `model:` target, and this candidate's target is "
-      "'m:a': it would run exactly as without it"]),
+     ["sweep.yaml line 6: target 'm:a': was given a system prompt, but the function takes no `system_prompt` "
+      "parameter: add `system_prompt: str | None = None` to it"]),
+    (BASE + "axes:\n  target: [m:a, nowhere_module:fn]\n",
+     ["sweep.yaml line 6: target 'nowhere_module:fn': cannot import module 'nowhere_module'"]),
+    (BASE + "axes:\n  target: [m:a, m:b]\n  target_api_base: ['http://127.0.0.1:1/v1', 'http://127.0.0.1:2/v1']\n",
+     ["sweep.yaml line 7: target_api_base only goes to a `model:` target, and this candidate's target is 'm:a'"]),
     (BASE + "axes:\n  target: [m:a, 7]\n",
      ["sweep.yaml line 6: target: Input should be a valid string"]),
     (BASE.replace("concurrency: 4", "concurrency: 0") + "axes:\n  target: [m:a, m:b]\n",
@@ -166,3 +198,11 @@ def test_the_candidates_are_every_combination_once_with_one_baseline(tmp_path_fa
     assert len({c.label for c in sweep.candidates}) == len(combos)
     assert [c for c in sweep.candidates if c.baseline] == [sweep.baseline] and dict(sweep.baseline.values) == pick
     assert len(sweep.runs()) == len(combos) * repeat
+
+
+def test_a_long_module_function_label_drops_its_packages_before_anything_else() -> None:
+    from evalduck.flows.inputs.sweep_labels import label_of
+
+    assert label_of({"target": "examples.support_bots:faq_bot"}) == "support_bots:faq_bot"
+    assert label_of({"target": "m:a", "target_system_prompt": "file:examples/prompts/terse.txt"}) == "m:a | terse.txt"
+    assert label_of({"target": "pkg.sub.a_module_with_a_long_name:answer_fn"}) == "...ith_a_long_name:answer_fn"
