@@ -10,7 +10,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export DO_NOT_TRACK := 1
 
-.PHONY: venv venv-dev venv-shared demo test test-fast test-shared lint serve stop bench clean
+.PHONY: venv venv-dev venv-shared demo sweep-demo test test-fast test-shared lint serve stop bench clean
 
 venv: $(STAMP)
 
@@ -51,6 +51,11 @@ $(DEV_STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/evalduck run datasets/demo.jsonl --name demo
+
+# The shipped sweep: two bots (examples/support_bots.py) x two system prompts over the demo dataset, then its
+# leaderboard (docs/sweeps.md). No model needed; set EVALDUCK_JUDGE_MODEL to judge answer relevancy too.
+sweep-demo: $(STAMP)
+	$(BIN)/evalduck sweep datasets/sweep-demo.yaml
 
 # A local Prefect server (unless PREFECT_API_URL names one), the deployments of prefect.yaml and a worker.
 serve: $(STAMP)

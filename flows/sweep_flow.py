@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 import evalduck.flows.eval_flow as eval_flow
 from evalduck.flows.inputs.sweeps import Candidate, Sweep, load_sweep
 from evalduck.flows.project.defaults import default_db_path
+from evalduck.flows.report.sweep_artifact import publish_sweep_summary, write_sweep_report_logged
 from evalduck.flows.run.redacting_flow import redacting_flow
 from evalduck.flows.store import Store
 from evalduck.flows.store.sweeps import finish_sweep, resolve_sweep, start_sweep, sweep_runs, tag_run
@@ -50,6 +51,7 @@ class SweepResult(BaseModel):
     db: str
     status: str
     runs: list[SweepRun]
+    report: str | None = None  # the sweep's HTML report (None: base `report: false`, or it could not be written)
 
 
 def run_name(sweep: Sweep, candidate: Candidate, repeat: int) -> str:
@@ -99,8 +101,11 @@ def run_sweep(sweep_file: str, name: str | None = None, resume: str | None = Non
         raise
     status = "partial" if any(r.status != "completed" for r in runs) else "completed"
     finish_sweep(store, sweep_id, status)
+    # The page and the UI's summary: views of what is stored, so neither can fail the sweep (both log instead).
+    report = write_sweep_report_logged(store, sweep_id) if sweep.baseline.config.report else None
+    publish_sweep_summary(store, sweep_id, report)
     return SweepResult(sweep_id=sweep_id, name=sweep.name, baseline=sweep.baseline.label, db=path, status=status,
-                       runs=runs)
+                       runs=runs, report=str(report) if report else None)
 
 
 def _one(store: Store, path: str, sweep: Sweep, sweep_id: str, candidate: Candidate, repeat: int,

@@ -59,6 +59,8 @@ def sweep(
         rows = sweep_rows(store, result.sweep_id, result.baseline, None)
     out.print(fit(out, _table(rows, result.name)))
     ref = result.sweep_id[:8]
+    if result.report:
+        out.print(literal("report: ", result.report, style="dim"), soft_wrap=True)
     out.print(literal(f"sweep {result.sweep_id} {result.status}; results in ", result.db, "; try `evalduck "
                       f"leaderboard {ref}`", style="dim"), soft_wrap=True)
     if result.status != "completed":
@@ -93,14 +95,17 @@ def _run_on_server(ctx: typer.Context, err: Console, path: str, name: str | None
 
 def _table(rows: list[Row], title: str) -> Table:
     table = Table(title=f"leaderboard: {title}", title_justify="left")
+    timed = any(row.latency_p50 is not None for row in rows)  # a column only when the target was timed
     for column in ("scorer", "candidate", "mean [95% CI]", "delta vs baseline [Holm CI]", "win/tie/loss", "tokens",
-                   "cost"):
+                   "cost", *(("latency p50/p95",) if timed else ())):
         table.add_column(column, overflow="fold")
     for row in rows:
         d = row.delta
+        latency = (f"{row.latency_p50:.2f}/{row.latency_p95:.2f}s" if row.latency_p50 is not None
+                   and row.latency_p95 is not None else "")
         table.add_row(row.scorer, ("* " if row.best else "") + row.candidate, mean_text(row, missing="–"),
                       delta_text(row), f"{d.wins}/{d.ties}/{d.losses}" if d else "", f"{row.judge_tokens:,}",
-                      "unknown" if row.cost is None else f"${row.cost:.4f}")
+                      "unknown" if row.cost is None else f"${row.cost:.4f}", *((latency,) if timed else ()))
     return table
 
 

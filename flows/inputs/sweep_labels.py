@@ -23,6 +23,14 @@ def _short(value: Any) -> str:
     text = " ".join(text.split())
     if len(text) <= _LABEL_WIDTH:
         return text
+    module, colon, function = text.partition(":")
+    if colon and " " not in text and module != "model":  # module:function: its package path goes first
+        parts = module.split(".")
+        while len(parts) > 1 and len(".".join(parts)) + 1 + len(function) > _LABEL_WIDTH:
+            parts.pop(0)
+        text = f"{'.'.join(parts)}:{function}"
+        if len(text) <= _LABEL_WIDTH:
+            return text
     # Prose keeps its start; a name (module:function, provider/model) its end, where variants differ.
     return text[: _LABEL_WIDTH - 3] + "..." if " " in text else "..." + text[3 - _LABEL_WIDTH:]
 

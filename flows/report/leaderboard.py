@@ -231,6 +231,8 @@ def leaderboard(candidates: Sequence[CandidateScores] | Sequence[CandidateStats]
     scorers = ([by] if by else []) + [s for s in higher_is_better if s != by]
     rows: list[Row] = []
     for scorer in scorers:
+        if not any(c.scores.get(scorer) and c.scores[scorer].n for c in every):
+            continue  # skipped or failed throughout (no judge model, say): nothing to rank
         higher = higher_is_better[scorer]
         deltas = _deltas(every, scorer, higher)
         block = []

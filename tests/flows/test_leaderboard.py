@@ -121,6 +121,13 @@ def test_identical_candidates_tie_on_every_item() -> None:
     assert delta.p == 1.0 and not delta.distinguishable and delta.delta == 0
 
 
+def test_a_scorer_skipped_throughout_has_no_rows() -> None:
+    cells = {"tone": {f"q{i}": i / 10 for i in range(10)}}  # answer-relevancy: no scored cell (no judge model)
+    rows = leaderboard([CandidateScores("a", cells, baseline=True), CandidateScores("b", cells)],
+                       {"answer-relevancy": True, "tone": True})
+    assert {r.scorer for r in rows} == {"tone"} and len(rows) == 2
+
+
 def test_bad_input_is_a_clear_error() -> None:
     cells = {"tone": {"q1": 0.5}}
     with pytest.raises(ValueError, match="exactly one baseline candidate, got 0"):
