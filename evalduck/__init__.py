@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from evalduck.flows import RunOptions as RunOptions
     from evalduck.flows import ScorerSpec as ScorerSpec
     from evalduck.flows import SweepResult as SweepResult
+    from evalduck.flows import SweepSpec as SweepSpec
     from evalduck.flows import run_eval_config as run_eval_config
     from evalduck.flows import run_evals as run_evals
     from evalduck.flows import run_sweep as run_sweep
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 # The flows' public names; every other public name is the scorer library's (evalduck.scorers.__all__).
 _FLOWS = ("run_evals", "run_eval_config", "EvalResult", "EvalConfig", "RunOptions", "ScorerSpec", "run_sweep",
-          "SweepResult")
+          "SweepResult", "SweepSpec")
 
 
 def _all() -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from evalduck.flows.config import EvalConfig, RunOptions, ScorerSpec
     from evalduck.flows.eval_flow import EvalResult, run_eval_config, run_evals
+    from evalduck.flows.inputs.sweep_spec import SweepSpec
     from evalduck.flows.sweep_flow import SweepResult, run_sweep
 
 _PUBLIC: dict[str, str] = {
@@ -24,10 +25,11 @@ _PUBLIC: dict[str, str] = {
     "ScorerSpec": "evalduck.flows.config",
     "run_sweep": "evalduck.flows.sweep_flow",
     "SweepResult": "evalduck.flows.sweep_flow",
+    "SweepSpec": "evalduck.flows.inputs.sweep_spec",
 }
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "EvalConfig", "RunOptions", "ScorerSpec", "run_sweep",
-           "SweepResult")
+           "SweepResult", "SweepSpec")
 
 
 def __getattr__(name: str) -> Any:

@@ -8,7 +8,6 @@ commands start fast.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -208,6 +207,7 @@ def run(
 def prepare_process(verbose: bool) -> None:
     """This process made ready for a run: evalduck's environment defaults, Prefect's console lines hidden
     unless ``verbose``, Prefect's settings from this environment, and the working directory importable."""
+    from evalduck.flows.inputs.targets import importable_here
     from evalduck.flows.prefect_settings import refresh_prefect
     from evalduck.flows.settings import apply_process_defaults, quiet_console
 
@@ -215,8 +215,7 @@ def prepare_process(verbose: bool) -> None:
     if not verbose:
         quiet_console()
     refresh_prefect()  # Prefect's settings from this run's environment, if a process before it built them
-    if os.getcwd() not in sys.path:  # `--target mymod:fn` finds mymod.py here, as `python -m` would
-        sys.path.insert(0, os.getcwd())
+    importable_here()  # `--target mymod:fn` finds mymod.py here, as `python -m` would
 
 
 def _config_values(ctx: typer.Context) -> dict[str, Any]:

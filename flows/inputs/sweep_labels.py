@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalduck.flows.inputs.yaml_lines import Located
+from evalduck.flows.inputs.yaml_lines import Where
 
 __all__ = ("FILE_PREFIX", "baseline_index", "duplicate_labels", "label_of")
 
@@ -52,7 +52,7 @@ def duplicate_labels(candidates: Sequence[tuple[str, str]]) -> list[str]:
     return problems
 
 
-def baseline_index(located: Located, marked: Sequence[int], wanted: str | Mapping[str, Any] | None,
+def baseline_index(located: Where, marked: Sequence[int], wanted: str | Mapping[str, Any] | None,
                    candidates: Sequence[tuple[str, Mapping[str, Any]]], problems: list[str]) -> int:
     """The baseline's index among (label, values): ``marked`` `baseline: true` in the list, or named by the
     top-level `baseline:` (``wanted``: a label, or the axis values that pick one candidate); the first candidate

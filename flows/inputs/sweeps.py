@@ -3,7 +3,9 @@ product of ``axes`` or an explicit ``candidates`` list, each run ``repeat`` time
 
 Why a file of its own and not N run commands: the candidates of one sweep must differ only where the file says
 they do (same dataset, scorers, judge and options otherwise), so that their paired comparison means what it
-says. Every problem is found before anything runs and named by file and line, as dataset errors are.
+says. Every problem is found before anything runs and named by file and line, as dataset errors are. A sweep given
+as data (``SweepSpec``, flows/inputs/sweep_spec.py: the run-sweep deployment's form) gets the same checks, each
+problem named by its field instead.
 
     base:                                  # an EvalConfig: dataset, scorers, judge, run options
       dataset: datasets/demo.jsonl
@@ -26,23 +28,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from evalduck.errors import EvalduckError
 from evalduck.flows.config import EvalConfig, RunOptions
 from evalduck.flows.inputs.sweep_labels import FILE_PREFIX, baseline_index, duplicate_labels, label_of
+from evalduck.flows.inputs.sweep_spec import AXES, SweepFields, SweepSpec
 from evalduck.flows.inputs.targets import TargetError, resolve_target
-from evalduck.flows.inputs.yaml_lines import Located, YamlFileError, read_yaml
+from evalduck.flows.inputs.yaml_lines import LocatedValue, Where, YamlFileError, read_yaml
 
-__all__ = ("AXES", "Candidate", "Sweep", "SweepFileError", "load_sweep", "sweep_from_data")
+__all__ = ("AXES", "Candidate", "Sweep", "SweepFileError", "load_sweep", "sweep_from_data", "sweep_from_spec")
 
-# The fields a candidate may set: what is evaluated and by which judge. Run options (concurrency, rates, the
-# store...) are the sweep's, the same for every candidate; dataset and scorers are what makes them comparable.
-AXES = ("target", "target_system_prompt", "target_api_base", "judge_model", "judge_api_base")
 # What only a `model:` target reads: on another target a candidate that varies it is another's twin. (A
 # `module:function` target takes a system prompt as its `system_prompt` parameter: flows/inputs/targets.py.)
 _MODEL_TARGET_ONLY = ("target_api_base",)
-_MAX_REPEAT = 20
 
 
 class SweepFileError(EvalduckError, ValueError):
@@ -53,18 +52,11 @@ class SweepFileError(EvalduckError, ValueError):
         super().__init__("\n".join(self.problems))
 
 
-class _SweepFile(BaseModel):
-    """The file's shape; what depends on several values (labels, the baseline, each candidate's config) is
-    checked by ``sweep_from_data``."""
+class _SweepFile(SweepFields):
+    """A sweep's shape, its ``base`` a mapping: checked with each candidate's values (``_candidate``), so that a
+    problem of a file's base is named by its line."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    name: str | None = Field(default=None, description="The sweep's name (default: the file's stem).")
-    base: dict[str, Any] = Field(description="The eval every candidate runs: an EvalConfig's fields.")
-    axes: dict[str, list[Any]] = Field(default_factory=dict, description="Values per field; candidates: their product.")
-    candidates: list[dict[str, Any]] = Field(default_factory=list, description="Candidates, listed one by one.")
-    repeat: int = Field(default=1, ge=1, le=_MAX_REPEAT, description="Runs of each candidate.")
-    baseline: str | dict[str, Any] | None = Field(default=None, description="The candidate the others are compared to.")
+    base: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -74,7 +66,7 @@ class Candidate:
     label: str
     values: Mapping[str, Any]  # axis (or scorer option) -> value as written in the file
     config: EvalConfig
-    where: str  # "sweep.yaml line 12": where its values are written
+    where: str  # "sweep.yaml line 12" (or "sweep parameter candidates[1]"): where its values are written
     baseline: bool = False
 
 
@@ -83,7 +75,7 @@ class Sweep:
     """A sweep file, checked: its candidates in the order they run, the baseline among them, the runs of each."""
 
     name: str
-    path: str
+    path: str | None  # the sweep file; None: a sweep given as data (sweep_from_spec)
     candidates: tuple[Candidate, ...]
     repeat: int
     axes: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
@@ -111,8 +103,19 @@ def load_sweep(path: str | Path, root: Path | None = None) -> Sweep:
     return sweep_from_data(located, root)
 
 
-def sweep_from_data(located: Located, root: Path | None = None) -> Sweep:
-    """A sweep from a parsed file (``read_yaml``); see ``load_sweep``."""
+def sweep_from_spec(spec: SweepSpec | Mapping[str, Any], root: Path | None = None) -> Sweep:
+    """A sweep given as data (run_sweep's ``sweep``, the ``run-sweep`` deployment's form), with a file's checks;
+    each problem named by its field, ``sweep parameter axes.target[1]: ...``. See ``load_sweep``.
+
+    Raises:
+        SweepFileError: every problem, each with the field to edit.
+    """
+    data = spec.as_data() if isinstance(spec, SweepSpec) else spec
+    return sweep_from_data(LocatedValue(label="sweep parameter", data=data, stem="sweep"), root)
+
+
+def sweep_from_data(located: Where, root: Path | None = None) -> Sweep:
+    """A sweep from a parsed file (``read_yaml``) or from data (``sweep_from_spec``); see ``load_sweep``."""
     data = located.data
     if not isinstance(data, Mapping):
         raise SweepFileError([f"{located.where([])}: a sweep file is a mapping with `base:` and `axes:` or "
@@ -141,11 +144,11 @@ def sweep_from_data(located: Located, root: Path | None = None) -> Sweep:
         raise SweepFileError([f"{located.where([])}: one candidate run once compares nothing: add an axis value or "
                               f"a candidate, or set `repeat:` to 2 or more to see run-to-run noise"])
     final = tuple(dataclasses.replace(c, baseline=i == marked) for i, c in enumerate(candidates))
-    return Sweep(name=shape.name or located.path.stem, path=str(located.path), candidates=final,
+    return Sweep(name=shape.name or located.stem, path=located.source, candidates=final,
                  repeat=shape.repeat, axes={name: tuple(values) for name, values in shape.axes.items()})
 
 
-def _pydantic_problem(located: Located, prefix: Sequence[str | int], err: Mapping[str, Any]) -> str:
+def _pydantic_problem(located: Where, prefix: Sequence[str | int], err: Mapping[str, Any]) -> str:
     loc = [*prefix, *err["loc"]]
     path = ".".join(str(part) for part in loc) or "the file"
     message = str(err["msg"]).removeprefix("Value error, ")
@@ -154,7 +157,7 @@ def _pydantic_problem(located: Located, prefix: Sequence[str | int], err: Mappin
     return f"{located.where(loc)}: {path}: {message}"
 
 
-def _base(located: Located, shape: _SweepFile, problems: list[str]) -> dict[str, Any]:
+def _base(located: Where, shape: _SweepFile, problems: list[str]) -> dict[str, Any]:
     """The base config's fields, its scorers as {id, options} mappings (so a scorer option axis can set one)."""
     base = dict(shape.base)
     for axis in AXES:
@@ -170,7 +173,7 @@ def _base(located: Located, shape: _SweepFile, problems: list[str]) -> dict[str,
 Row = tuple[str, dict[str, Any], dict[str, list[str | int]]]  # where, values, each value's path in the file
 
 
-def _rows(located: Located, shape: _SweepFile, problems: list[str]) -> list[Row]:
+def _rows(located: Where, shape: _SweepFile, problems: list[str]) -> list[Row]:
     """Each candidate's values, where they are written, and each value's path (for line numbers)."""
     base_ids = {s if isinstance(s, str) else s.get("id") for s in shape.base.get("scorers") or []
                 if isinstance(s, (str, Mapping))}
@@ -187,13 +190,12 @@ def _rows(located: Located, shape: _SweepFile, problems: list[str]) -> list[Row]
     rows = []
     for picks in itertools.product(*(range(len(shape.axes[n])) for n in names)):
         values = {n: shape.axes[n][i] for n, i in zip(names, picks, strict=True)}
-        wheres = sorted({located.line(["axes", n, i]) for n, i in zip(names, picks, strict=True)})
-        rows.append((f"{located.path} line{'s' if len(wheres) > 1 else ''} {', '.join(map(str, wheres))}", values,
+        rows.append((located.where_all([["axes", n, i] for n, i in zip(names, picks, strict=True)]), values,
                      {n: ["axes", n, i] for n, i in zip(names, picks, strict=True)}))
     return rows or [(located.where(["base"]), {}, {})]
 
 
-def _check_key(located: Located, name: str, path: list[str | int], base_ids: set[Any],
+def _check_key(located: Where, name: str, path: list[str | int], base_ids: set[Any],
                problems: list[str]) -> None:
     if name in AXES:
         return
@@ -209,7 +211,7 @@ def _check_key(located: Located, name: str, path: list[str | int], base_ids: set
                     f"{', '.join(AXES)}, or a scorer's option as <scorer id>.<option>")
 
 
-def _candidate(located: Located, root: Path, base: Mapping[str, Any], row: Row, problems: list[str]) -> Candidate:
+def _candidate(located: Where, root: Path, base: Mapping[str, Any], row: Row, problems: list[str]) -> Candidate:
     """The candidate's EvalConfig: base with its values (a prompt read from its ``file:``), validated."""
     where, values, paths = row
     values = dict(values)

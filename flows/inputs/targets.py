@@ -23,7 +23,7 @@ from evalduck.flows.inputs.datasets import DatasetItem
 from evalduck.scorers import JudgeSettings, JudgeTransport, canonical_json, complete
 from evalduck.scorers._cache_key import SourceDigest, code_digest
 
-__all__ = ("Target", "resolve_target", "TargetError")
+__all__ = ("Target", "resolve_target", "TargetError", "importable_here")
 
 KEY_FORMAT = "evalduck-target-v1"
 DEFAULT_TIMEOUT_S = 120.0
@@ -148,6 +148,15 @@ async def _in_daemon_thread(fn: Callable[[Any], Any], value: Any, name: str) -> 
 
     threading.Thread(target=work, name=name, daemon=True).start()
     return await future
+
+
+def importable_here() -> None:
+    """The working directory on the import path, first, as `python -m` puts it: a `module:function` target is
+    found in the folder a run or sweep runs in (`evalduck run`, `evalduck sweep`, the run-sweep deployment, whose
+    flow runs in the project folder)."""
+    here = str(Path.cwd())
+    if here not in sys.path:
+        sys.path.insert(0, here)
 
 
 def _where_to_look(missing: str) -> str:

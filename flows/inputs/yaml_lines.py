@@ -3,6 +3,8 @@ over several values) names the line a user has to edit, as dataset errors do.
 
 PyYAML's safe loader builds the data; its composer, run over the same text, gives each node its start mark.
 ``Located.line(path)`` walks the node tree by the same keys and indexes a pydantic error's ``loc`` has.
+``LocatedValue`` is the same data given as a value (a flow's parameter, no file): it names a value by its path,
+``sweep parameter axes.target[1]``, so the checks written against ``Located`` name problems either way.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import yaml
 
 from evalduck.errors import EvalduckError
 
-__all__ = ("Located", "YamlFileError", "read_yaml")
+__all__ = ("Located", "LocatedValue", "Where", "YamlFileError", "read_yaml")
 
 
 class YamlFileError(EvalduckError, ValueError):
@@ -53,6 +55,45 @@ class Located:
     def where(self, path: Sequence[str | int]) -> str:
         """``sweep.yaml line 7``: the file as the user named it and the line of ``path``."""
         return f"{self.path} line {self.line(path)}"
+
+    def where_all(self, paths: Sequence[Sequence[str | int]]) -> str:
+        """``sweep.yaml lines 7, 8``: the lines of several values (one candidate of a product of axes)."""
+        lines = sorted({self.line(path) for path in paths})
+        return f"{self.path} line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}"
+
+    @property
+    def source(self) -> str | None:
+        """The file, as the user named it."""
+        return str(self.path)
+
+    @property
+    def stem(self) -> str:
+        """The name the data goes by when it names none itself: the file's stem."""
+        return self.path.stem
+
+
+@dataclass(frozen=True)
+class LocatedValue:
+    """Data given as a value, not read from a file: a problem is named by the path to its value,
+    ``sweep parameter axes.target[1]``, where ``Located`` names a file's line."""
+
+    label: str  # what the data is to the user: "sweep parameter"
+    data: Any
+    stem: str  # the name the data goes by when it names none itself
+    source: str | None = None  # no file
+
+    def where(self, path: Sequence[str | int]) -> str:
+        """``sweep parameter axes.target[1]``: the label and the path (the label alone for the whole value)."""
+        dotted = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(".")
+        return f"{self.label} {dotted}" if dotted else self.label
+
+    def where_all(self, paths: Sequence[Sequence[str | int]]) -> str:
+        """``sweep parameter axes.target[0], axes.target_system_prompt[1]``."""
+        named = [self.where(path).removeprefix(self.label).strip() for path in paths]
+        return f"{self.label} {', '.join(named)}" if named else self.label
+
+
+Where = Located | LocatedValue  # the data of a file or of a value, and how its problems name a place in it
 
 
 def _child(node: yaml.Node, part: str | int) -> yaml.Node | None:

@@ -10,6 +10,7 @@ end `stop()` ends all of it by process id, whatever the tests did.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -87,6 +88,40 @@ def stack() -> Iterator[Stack]:
     options, state = early.result("stack")
     with api_client(state.api_url, options.state_dir) as client:  # the server's credentials: the API wants them
         yield Stack(state=state, options=options, api=PrefectApi(client))
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One headless Chromium per UI test module (a start costs seconds); each test gets a page of its own."""
+    from ui_browser import CHROMIUM, CHROMIUM_ARGS, MISSING
+
+    if not CHROMIUM.exists():
+        pytest.fail(f"EVALDUCK_REQUIRE_BROWSER=1 but {MISSING}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 900},
+        )
+        # The V2 UI loads the Amplitude SDK even with analytics off; keep it from trying the network.
+        context.route(re.compile(r".*amplitude\.com.*"), lambda route: route.abort())
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def browser_page(browser: object) -> Iterator[object]:
+    from playwright.sync_api import BrowserContext
+
+    assert isinstance(browser, BrowserContext)
+    page = browser.new_page()
+    try:
+        yield page
+    finally:
+        page.close()
 
 
 @pytest.fixture

@@ -1,83 +1,25 @@
 """A user's click on Run -> Quick run in the Prefect UI, in headless Chromium, starts a run at once that
 reaches Completed; Run -> Custom run shows the run form with the deployment's parameters.
 
-Chromium comes from Debian (`apt-get install chromium`), driven by Playwright's Python API with its own
-driver; `playwright install` is never needed. Without Chromium the test is skipped with the install
-command, unless EVALDUCK_REQUIRE_BROWSER=1 (set by .ci/run), which makes a missing browser a failure.
+The browser (Debian's Chromium, never `playwright install`) and its fixtures: tests/e2e/ui_browser.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_harness import Stack, log_in, wait_for
+from e2e_harness import Stack, wait_for
+from ui_browser import open_deployment_page, skip_module_without_chromium
 
 from evalduck.flows.store import Store
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = Path(os.environ.get("EVALDUCK_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
-INSTALL_HINT = "apt-get update && apt-get install -y --no-install-recommends chromium"
-MISSING = f"headless Chromium not found at {CHROMIUM}; install it with: {INSTALL_HINT}"
-REQUIRED = os.environ.get("EVALDUCK_REQUIRE_BROWSER") == "1"
-
-if not CHROMIUM.exists() and not REQUIRED:
-    pytest.skip(MISSING, allow_module_level=True)  # before the session's Prefect server is started for it
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """One headless Chromium for the module (a start costs seconds); each test gets a page of its own."""
-    if not CHROMIUM.exists():
-        pytest.fail(f"EVALDUCK_REQUIRE_BROWSER=1 but {MISSING}")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 900},
-        )
-        # The V2 UI loads the Amplitude SDK even with analytics off; keep it from trying the network.
-        context.route(re.compile(r".*amplitude\.com.*"), lambda route: route.abort())
-        try:
-            yield context
-        finally:
-            context.close()
-
-
-@pytest.fixture
-def browser_page(browser: object) -> Iterator[object]:
-    from playwright.sync_api import BrowserContext
-
-    assert isinstance(browser, BrowserContext)
-    page = browser.new_page()
-    try:
-        yield page
-    finally:
-        page.close()
-
-
-def open_deployment_page(page: object, stack: Stack, deployment: dict[str, Any]) -> None:
-    from playwright.sync_api import Page, expect
-
-    assert isinstance(page, Page)
-    announced = stack.api.client.get(f"{stack.state.ui_url}/ui-settings").json()["api_url"]
-    assert announced == stack.state.api_url, "the UI would call another server (see PREFECT_SERVER_API_PORT)"
-    page.goto(f"{stack.state.ui_url}/v2/deployments/deployment/{deployment['id']}")
-    if log_in(page, stack.auth):  # the server has basic auth: the UI asked for its string first
-        page.goto(f"{stack.state.ui_url}/v2/deployments/deployment/{deployment['id']}")
-    flow = stack.api.get(f"/flows/{deployment['flow_id']}")
-    expect(page.get_by_role("link", name=flow["name"], exact=True).first).to_be_visible(timeout=60_000)
+skip_module_without_chromium()
 
 
 def test_quick_run_from_the_deployment_page_completes(browser_page: object, stack: Stack, tmp_path: Path) -> None:
