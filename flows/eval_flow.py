@@ -35,16 +35,12 @@ from evalduck.flows.run.prepare import Prepared, Rows, prepare_run
 from evalduck.flows.run.progress import current_sink
 from evalduck.flows.run.redacting_flow import RedactingFlow, redacting_flow
 from evalduck.flows.run.scope import heartbeat_settings, run_scope
+from evalduck.flows.run.started import announce as announce_started
 from evalduck.flows.run.watch import keep_result
 from evalduck.flows.settings import apply_process_defaults
 from evalduck.scorers import ConfigError, Scorer, run_sync
 
 __all__ = ("run_evals", "run_eval_config", "EvalResult", "ItemResult", "FailFast", "ScorerSpec")
-
-# Called with a run's id once it is stored: a run forked by the warm starter tells its client
-# (flows/local/warm/child.py ``announce_run``), which names it if the starter dies before the run ends.
-run_started: Callable[[str], None] | None = None
-
 
 @dataclass(frozen=True)
 class _Call:
@@ -68,8 +64,7 @@ def _execute(call: _Call) -> EvalResult:
                            on_item_complete=call.on_item_complete, config=call.config, flow_run_id=flow_run_id,
                            sink=sink, logger=logger)
     plan = prepared.plan
-    if run_started is not None:
-        run_started(plan.run_id)
+    announce_started(plan.run_id)
     executed, report = _run(prepared, sink, logger)
     logger.info("run %s: %s", plan.run_id, ", ".join(
         f"{r['scorer']}={'–' if r['mean'] is None else format(r['mean'], '.3f')}" for r in report[0]))

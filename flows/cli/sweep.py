@@ -71,7 +71,7 @@ def _run_on_server(ctx: typer.Context, err: Console, path: str, name: str | None
                    ephemeral: bool) -> Any:
     """The sweep flow on the server `evalduck run` would use (flows/cli/run.py), with its progress lines."""
     from evalduck.flows.cli.run import api_settings, server_for_run
-    from evalduck.flows.run.progress import RichProgress, use_sink
+    from evalduck.flows.run.progress import RichRunBars, use_sink
     from evalduck.flows.run.scope import heartbeat_settings
     from evalduck.flows.store import StoreError
     from evalduck.flows.store.sweeps import UnknownSweepError
@@ -79,7 +79,7 @@ def _run_on_server(ctx: typer.Context, err: Console, path: str, name: str | None
 
     with contextlib.ExitStack() as stack:
         api_url, lasting, ours, auth = server_for_run(err, ephemeral, stack)
-        with use_sink(RichProgress(err)), api_settings(api_url, lasting, auth), heartbeat_settings(own_server=ours):
+        with RichRunBars(err) as bars, use_sink(bars), api_settings(api_url, lasting, auth), heartbeat_settings(own_server=ours):
             try:
                 return run_sweep(path, name=name, resume=resume, db=str(db_path(ctx)))
             except UnknownSweepError as exc:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from prefect import Task
 from prefect.states import State, exception_to_failed_state
 
+from evalduck.flows.config import RunOptions
 from evalduck.flows.engine.plan import Dispatch, RunPlan
 from evalduck.flows.engine.tasks import Job, RateLimiter, run_code_step
 from evalduck.flows.inputs.datasets import DatasetItem
@@ -31,7 +32,8 @@ from evalduck.scorers import ConfigError, JudgeTransport, Scorer, Step, StepCont
 if TYPE_CHECKING:
     from evalduck.flows.engine.portable import PortableScorer
 
-__all__ = ("Dispatch", "LocalDispatch", "DaskDispatch", "dask_dispatch", "portables", "threads_per_worker")
+__all__ = ("Dispatch", "LocalDispatch", "DaskDispatch", "dask_dispatch", "portables", "shared_local_cluster",
+           "threads_per_worker")
 
 
 class LocalDispatch:
@@ -171,6 +173,21 @@ def dask_dispatch(plan: RunPlan) -> Iterator[DaskDispatch]:
 
         runner.client.register_plugin(QuietTaskRuns())  # connects (or starts the cluster) here, off the run's loop
         yield DaskDispatch(plan, runner, portable, _scattered_context(runner.client))
+
+
+@contextlib.contextmanager
+def shared_local_cluster(options: RunOptions) -> Iterator[str | None]:
+    """For runs that go side by side (a sweep's) with runner 'dask' and no ``dask_address``: one LocalCluster of
+    ``workers`` processes that all of them use (its address), instead of one cluster each; None otherwise."""
+    if options.runner != "dask" or options.dask_address:
+        yield None
+        return
+    from distributed import LocalCluster
+
+    with _workers_skip_the_callers_main(), LocalCluster(
+            n_workers=options.workers, processes=True, dashboard_address=None,
+            threads_per_worker=threads_per_worker(options.concurrency, options.workers)) as cluster:
+        yield str(cluster.scheduler_address)
 
 
 @contextlib.contextmanager

@@ -2,7 +2,8 @@
 code-only scorers over chunks, and every finished cell written through the store as it finishes (a killed
 run keeps them). Concurrency is decided here, and only here.
 
-- at most ``concurrency`` items in flight (a semaphore), each a task of one ``TaskGroup``;
+- at most ``concurrency`` items in flight (a semaphore; a sweep's runs share one: flows/engine/budget.py), each
+  a task of one ``TaskGroup``;
 - per item, its judge scorers side by side (``gather``), each a walk through its steps;
 - code-only scorers: items whose output is known go to one ``StepBatcher`` of ``chunk_size`` chunks;
 - a judge scorer's code steps: one drain-what-queued ``StepBatcher`` per step;
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalduck.flows.engine.batches import StepBatcher
+from evalduck.flows.engine.budget import current_budget
 from evalduck.flows.engine.cells import cell_row, error_row
 from evalduck.flows.engine.plan import (
     EngineServices,
@@ -46,7 +48,9 @@ class Run:
         self.plan = plan
         self.sink, self.on_progress = services.sink, services.on_progress
         self.writer = ResultWriter(plan.store, plan.run_id)
-        self.sem = asyncio.Semaphore(plan.options.concurrency)
+        self.budget = current_budget()  # a sweep's, shared with its other runs; else this run's own limits
+        self.sem = (self.budget.slots.for_holder(plan.run_id) if self.budget is not None
+                    else asyncio.Semaphore(plan.options.concurrency))
         self.steps = StepRunner(plan, services)
         self.judge_scorers = [s for s in plan.scorers if any(st.is_judge for st in s.steps)]
         self.code_scorers = [s for s in plan.scorers if s not in self.judge_scorers]
@@ -188,6 +192,8 @@ class Run:
         plan = self.plan
         status: str | None = None  # "completed" once every item is done: written with the last batch
         try:
+            if self.budget is not None:
+                await self.budget.register()  # stopping the sweep cancels this run; its group starts together
             self._start()
             async with asyncio.TaskGroup() as group:
                 self.chunks.spawn = group.create_task  # a failed chunk (FailFast, the store) ends the run

@@ -7,6 +7,7 @@ steps is the library's, and this module only says where a step goes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -16,6 +17,7 @@ from prefect.states import aget_state_exception
 
 from evalduck.errors import EvalduckError
 from evalduck.flows.engine.batches import StepBatcher
+from evalduck.flows.engine.budget import current_budget
 from evalduck.flows.engine.cache_ledger import CacheLedger, target_parts
 from evalduck.flows.engine.cells import error_text
 from evalduck.flows.engine.dispatch import LocalDispatch
@@ -53,7 +55,9 @@ class StepRunner:
         self.plan = plan
         # Where task runs execute: the services' dispatch (runner 'dask'), else awaited on this loop.
         self.dispatch = services.dispatch or LocalDispatch(plan.target, services.transport)
-        self.limiter = RateLimiter(plan.options.judge_rpm)
+        budget = current_budget()  # a sweep's runs share one rate, and compute a step once (flows/engine/budget.py)
+        self.limiter = budget.limiter if budget is not None else RateLimiter(plan.options.judge_rpm)
+        self.in_flight = budget.in_flight if budget is not None else None
         self.ledger = CacheLedger(plan.cache_dir, refresh=plan.options.refresh)  # each step's last key per item
         self.step_tasks: dict[str, Task[..., Any]] = {}
         self.chunk_tasks: dict[str, Task[..., Any]] = {}
@@ -77,8 +81,9 @@ class StepRunner:
         target = self.plan.target
         assert self.target_task is not None
         key = target.cache_key(item)
-        state = await self.dispatch.run(self.target_task, {
-            "cache_key": key, "item_id": item.item_id, "job": self.dispatch.target_job(item)})
+        async with self._once(f"target:{key}"):
+            state = await self.dispatch.run(self.target_task, {
+                "cache_key": key, "item_id": item.item_id, "job": self.dispatch.target_job(item)})
         if not state.is_completed():
             exc = await aget_state_exception(state)
             self._stop_if_misconfigured(f"target {target.label}", exc)
@@ -101,8 +106,9 @@ class StepRunner:
             except Exception as exc:  # noqa: BLE001 - the cell's error
                 return [exc]
             job = self.dispatch.judge_job(step, ctx, self.limiter)
-            state = await self.dispatch.run(self.step_tasks[step.label], {"cache_key": key, "item_id": item.item_id,
-                                                                          "job": job})
+            async with self._once(f"{step.label}:{key}"):
+                state = await self.dispatch.run(self.step_tasks[step.label], {"cache_key": key, "item_id": item.item_id,
+                                                                              "job": job})
             if not state.is_completed():
                 exc = await aget_state_exception(state)
                 self._stop_if_misconfigured(step.label, exc)
@@ -119,6 +125,10 @@ class StepRunner:
             return [out]
 
         return run_step
+
+    def _once(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Around computing ``key``: in a sweep, after any other run computing the same key (flows/engine/budget.py)."""
+        return self.in_flight.once(key) if self.in_flight is not None else contextlib.nullcontext()
 
     def _stop_if_misconfigured(self, label: str, exc: BaseException) -> None:
         if isinstance(exc, JudgeConfigError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -64,17 +65,18 @@ class StepCacheKey(CachePolicy):
 
 
 class RateLimiter:
-    """At most ``rpm`` acquisitions per minute, spread evenly, shared by every coroutine of one run."""
+    """At most ``rpm`` acquisitions per minute, spread evenly, shared by every coroutine of one run, or of the
+    runs of a sweep, each on its own event loop (a thread lock: nothing is awaited while it is held)."""
 
     def __init__(self, rpm: float | None) -> None:
         self.interval = 60.0 / rpm if rpm else 0.0
         self._next = 0.0
-        self._lock = asyncio.Lock()
+        self._lock = threading.Lock()
 
     async def acquire(self) -> None:
         if not self.interval:
             return
-        async with self._lock:
+        with self._lock:
             now = time.monotonic()
             wait = self._next - now
             self._next = max(now, self._next) + self.interval

@@ -80,7 +80,7 @@ def test_a_sweep_runs_each_candidate_and_its_leaderboard_matches_the_stored_rows
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 candidate(s) x 2 run(s), baseline targets:terse" in done.stderr
     assert "leaderboard: tone-check" in done.stdout and "completed; results in" in done.stdout
-    runs = _stored(folder, "SELECT name, candidate, sweep_repeat, status FROM runs ORDER BY started_at")
+    runs = _stored(folder, "SELECT name, candidate, sweep_repeat, status FROM runs ORDER BY candidate, sweep_repeat")
     assert runs == [("tone-check/targets:terse #1", "targets:terse", 0, "completed"),
                     ("tone-check/targets:terse #2", "targets:terse", 1, "completed"),
                     ("tone-check/targets:warm #1", "targets:warm", 0, "completed"),
@@ -135,26 +135,34 @@ def test_a_bad_sweep_file_stops_before_anything_runs(folder: Path) -> None:
     assert "Prefect" not in done.stderr and not (folder / "evals.duckdb").exists()
 
 
-def test_a_cancelled_sweep_resumes_with_every_cell_once(folder: Path) -> None:
-    """Ctrl-C during the second candidate: `--resume latest` keeps the first's run, resumes the second's and
-    runs the third's; each candidate has one run and each cell one row."""
+def test_a_cancelled_sweep_is_paired_and_resumes_with_every_cell_once(folder: Path) -> None:
+    """Ctrl-C part-way: the candidates ran side by side under the one shared slot (concurrency 1), taking turns,
+    so each has scored the same first items, give or take the one in flight; `--resume latest` finishes each run
+    with every cell once, and asks no item it had scored again."""
     (folder / "sweep.yaml").write_text(
         "name: slow\nbase:\n  dataset: data.jsonl\n  scorers: [tone-scorer]\n  concurrency: 1\n"
-        "candidates:\n  - {label: a, target: \"targets:slow\"}\n  - {label: b, target: \"targets:slower\"}\n  - {label: c, target: \"targets:terse\"}\n")
+        "candidates:\n  - {label: a, target: \"targets:slow\"}\n  - {label: b, target: \"targets:slower\"}\n"
+        "  - {label: c, target: \"targets:terse\"}\n")
     calls = folder / "calls.txt"
     proc = subprocess.Popen([CLI, "sweep", "sweep.yaml"], cwd=folder, env=_env(CALLS_FILE=str(calls)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 180
-    while (not calls.exists() or len(calls.read_text().splitlines()) < len(QUESTIONS) + 3) and proc.poll() is None:
-        assert time.monotonic() < deadline, "the second candidate never started"
+    while (not calls.exists() or len(calls.read_text().splitlines()) < 6) and proc.poll() is None:
+        assert time.monotonic() < deadline, "the sweep never got going"
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, out + err
     assert "--resume latest` finishes it" in err
     assert _stored(folder, "SELECT status FROM sweeps") == [("cancelled",)]
-    first = _stored(folder, "SELECT candidate, status FROM runs ORDER BY started_at")
-    assert first[0] == ("a", "completed") and first[1][0] == "b" and first[1][1] != "completed"
+    assert _stored(folder, "SELECT candidate, status FROM runs ORDER BY candidate") == [
+        ("a", "cancelled"), ("b", "cancelled"), ("c", "cancelled")]
+    # What each candidate's target answered (its items' timed answers; the tone scores follow in chunks).
+    scored = dict(_stored(folder, "SELECT r.candidate, count(i.target_latency_s) FROM runs r LEFT JOIN items i "
+                                  "USING (run_id) GROUP BY ALL"))
+    assert 2 <= min(scored.values()) and max(scored.values()) - min(scored.values()) <= 1, scored
+    assert max(scored.values()) < len(QUESTIONS)
+    asked_before = len(calls.read_text().splitlines())
 
     done = subprocess.run([CLI, "sweep", "sweep.yaml", "--resume", "latest"], cwd=folder, capture_output=True,
                           text=True, timeout=300, env=_env(CALLS_FILE=str(calls)), stdin=subprocess.DEVNULL)
@@ -164,9 +172,9 @@ def test_a_cancelled_sweep_resumes_with_every_cell_once(folder: Path) -> None:
         ("a", 1, "completed"), ("b", 1, "completed"), ("c", 1, "completed")]
     assert _stored(folder, "SELECT count(*), count(DISTINCT (run_id, item_id)) FROM scores") == [
         (3 * len(QUESTIONS), 3 * len(QUESTIONS))]
-    # The kept run was not run again: only b's unfinished items were called a second time.
-    asked = calls.read_text().splitlines()
-    assert len(asked) < 3 * len(QUESTIONS)
+    # Only what was not scored was asked again (an answer cut off in flight at most once more per run).
+    asked_after = len(calls.read_text().splitlines()) - asked_before
+    assert asked_after <= 2 * len(QUESTIONS) - scored["a"] - scored["b"] + 2
 
 
 def test_run_sweep_from_python_c(folder: Path) -> None:
@@ -179,3 +187,20 @@ def test_run_sweep_from_python_c(folder: Path) -> None:
                           env=_env(), stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
     assert "completed targets:terse ['targets:terse', 'targets:warm']" in done.stdout
+
+
+def test_a_dask_sweep_runs_every_candidate_on_one_local_cluster(folder: Path) -> None:
+    """With runner 'dask' and no address, the sweep starts one LocalCluster, and every candidate's run uses it
+    (its address in each run's stored options), rather than a cluster per run."""
+    (folder / "sweep.yaml").write_text(
+        "name: on-dask\nbase:\n  dataset: data.jsonl\n  scorers: [tone-scorer]\n  runner: dask\n  workers: 1\n"
+        "axes:\n  target: [\"targets:terse\", \"targets:warm\"]\n")
+    done = evalduck(folder, "sweep", "sweep.yaml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = _stored(folder, "SELECT candidate, status, config->>'$.runner', config->>'$.dask_address' FROM runs "
+                           "ORDER BY candidate")
+    assert [(c, s, r) for c, s, r, _ in runs] == [("targets:terse", "completed", "dask"),
+                                                  ("targets:warm", "completed", "dask")]
+    addresses = {a for *_, a in runs}
+    assert len(addresses) == 1 and next(iter(addresses)).startswith("tcp://127.0.0.1:")
+    assert _stored(folder, "SELECT count(*) FROM scores WHERE status = 'scored'") == [(2 * len(QUESTIONS),)]

@@ -37,7 +37,6 @@ STEPS = 3  # judge requests per cell of answer-relevancy-scorer: preprocess, ana
 CONCURRENCY = 3
 SCORERS = ("answer-relevancy-scorer", "tone-scorer")
 # Candidates run side by side under one budget (flows/engine/budget.py) rather than one after another.
-SIDE_BY_SIDE = (Path(__file__).resolve().parents[2] / "flows" / "engine" / "budget.py").exists()
 
 
 def _verdict(model: str, statement: str) -> str:
@@ -214,9 +213,6 @@ def test_a_repeat_asks_the_judge_once_per_cell(grid: tuple[Path, FakeOpenAIServe
     assert differ == [(0,)]
 
 
-@pytest.mark.xfail(SIDE_BY_SIDE, strict=True, reason=(
-    "candidates running side by side share the step cache only for what is stored: a step one run is computing is "
-    "computed again by its twin (no single-flight across runs), so the judge is asked twice per step and item"))
 def test_a_candidate_the_judge_cannot_tell_from_another_makes_no_judge_request(
         tmp_path_factory: pytest.TempPathFactory, prefect_harness: None) -> None:
     """Two candidates that differ only in the judge's timeout (never part of a cache key): the second is

@@ -42,7 +42,6 @@ ALLOWED_UPWARD: frozenset[tuple[str, str]] = frozenset({
     # The one deliberate upward call: the warm starter's child runs what it launches (a CLI command or a flow).
     ("local.warm.child", "cli"),
     ("local.warm.child", "cli.run_stops"),
-    ("local.warm.child", "eval_flow"),
 })
 
 # Function-level circles still to be cut, each as its set of modules.

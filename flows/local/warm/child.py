@@ -103,9 +103,9 @@ def become_run(
         sys.path[0] = message["path0"]
     _starter_socket, _client = starter_socket, client if message["kind"] == "cli" else None
     install_judge_launcher()
-    import evalduck.flows.eval_flow
+    from evalduck.flows.run.started import set_process_hook
 
-    evalduck.flows.eval_flow.run_started = announce_run
+    set_process_hook(announce_run)
     if message["kind"] == "engine":
         from evalduck.flows.prefect_settings import refresh_prefect
 
