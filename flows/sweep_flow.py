@@ -198,7 +198,9 @@ def _one(store: Store, path: str, sweep: Sweep, sweep_id: str, candidate: Candid
     if earlier is not None and earlier["status"] == "completed":
         return SweepRun(candidate=candidate.label, repeat=repeat, run_id=earlier["run_id"], status="completed",
                         name=name, kept=True)
-    config = candidate.config.model_copy(update={"name": name, "db": path,
+    # A repeat asks the target and the judge afresh (refresh): answered from the step cache it would be a copy of
+    # the first run, and show no run-to-run noise at all. Its answers replace the cached ones.
+    config = candidate.config.model_copy(update={"name": name, "db": path, "refresh": candidate.config.refresh or repeat > 0,
                                                  "resume": earlier["run_id"] if earlier is not None else None})
     with on_run_started(functools.partial(tag_run, store, sweep_id=sweep_id, candidate=candidate.label,
                                                     repeat=repeat)):

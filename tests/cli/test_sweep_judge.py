@@ -191,26 +191,22 @@ def test_the_judge_never_has_more_than_the_sweeps_concurrency_in_flight(grid: tu
     assert judge.max_in_flight == CONCURRENCY
 
 
-def test_a_repeat_asks_the_judge_once_per_cell(grid: tuple[Path, FakeOpenAIServer]) -> None:
-    """Each of the 4 candidates asks each judge step of each item once: its second run (repeat) is answered
-    whole by the step cache (the target too: a module:function target is keyed on its code).
-
-    Is that what a user wants? No: docs/sweeps.md says `repeat:` is "runs of each candidate, to see run-to-run
-    noise", and the sweep file's error says "set `repeat:` to 2 or more to see run-to-run noise"; a repeat
-    answered from the cache has none (neither the target's nor the judge's), so the leaderboard averages a cell
-    with its own copy. This test pins today's behaviour (the request count is the proof: this fake judge is
-    deterministic, so equal stored scores alone would not be); reported on issue 27."""
+def test_a_repeat_asks_the_target_and_the_judge_afresh(grid: tuple[Path, FakeOpenAIServer]) -> None:
+    """Each of the 4 candidates asks each judge step of each item once per run: its second run (repeat) asks again
+    rather than copying the first from the step cache, which would show no run-to-run noise at all (`repeat:` is
+    "runs of each candidate, to see run-to-run noise", docs/sweeps.md). The request count is the proof: this
+    fake judge is deterministic, so equal stored scores alone would not be."""
     folder, judge = grid
     asked: dict[tuple[str, str], int] = {}
     for req in judge.requests:
         key = (str(req.get("model")), request_step(req))
         asked[key] = asked.get(key, 0) + 1
-    per_model = 2 * len(QUESTIONS)  # two targets per judge model, each item once
+    per_model = 2 * 2 * len(QUESTIONS)  # two targets per judge model, two runs each, each item once a run
     assert asked == {(m, s): per_model for m in ("judge-strict", "judge-kind")
                      for s in ("preprocess", "analyze", "generate_reason")}
-    differ = _stored(folder, "SELECT count(*) FROM (SELECT r.candidate, s.scorer_id, s.item_id FROM scores s "
-                             "JOIN runs r USING (run_id) GROUP BY ALL HAVING count(DISTINCT s.score) > 1)")
-    assert differ == [(0,)]
+    refreshed = _stored(folder, "SELECT sweep_repeat, list(DISTINCT (config->>'$.refresh')::BOOLEAN) FROM runs "
+                                "GROUP BY ALL ORDER BY ALL")
+    assert refreshed == [(0, [False]), (1, [True])]
 
 
 def test_a_candidate_the_judge_cannot_tell_from_another_makes_no_judge_request(
