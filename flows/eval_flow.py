@@ -27,6 +27,7 @@ from evalduck.flows.engine import EngineServices, Executed, FailFast, ItemResult
 from evalduck.flows.engine.cache_ledger import cache_summary
 from evalduck.flows.engine.plan import ProgressSink
 from evalduck.flows.inputs.datasets import Dataset
+from evalduck.flows.inputs.targets import importable_here
 from evalduck.flows.local.server import reuse_recorded_server
 from evalduck.flows.report.artifacts import ProgressArtifact, artifact_key
 from evalduck.flows.run.console import end_promptly, print_summary, shown_run
@@ -276,6 +277,7 @@ def run_eval_config(config: EvalConfig = DEMO_CONFIG) -> EvalResult:
         config: What to evaluate (dataset, scorers, target, judge model) and the eval name runs are
             compared by; the other run options under Advanced options (default: the demo eval).
     """
+    importable_here()  # a deployment's flow runs in the project folder, entered after its process started
     return _execute(_Call(data=config.dataset, scorers=list(config.scorers), target=config.target,
                           options=config.options(), config=config.model_dump(mode="json")))
 

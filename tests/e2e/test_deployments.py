@@ -51,6 +51,22 @@ def test_run_created_through_the_api_with_custom_parameters_lands_in_duckdb(stac
     assert artifacts.get("evalduck-e2e-api-summary") == "table", f"no summary table on the flow run page: {artifacts}"
 
 
+def test_a_module_function_target_is_found_in_the_project_folder_by_the_worker(stack: Stack) -> None:
+    """The flow run's process starts elsewhere and enters the project folder (prefect.yaml's pull step): its
+    `module:function` target (the shipped bot, examples/support_bots.py) is imported from there."""
+    deployment = stack.api.deployment("demo")
+    parameters = {"config": {"dataset": "datasets/demo.jsonl", "scorers": [{"id": "tone-scorer"}], "name": "e2e-bot",
+                             "target": "examples.support_bots:topic_bot",
+                             "target_system_prompt": "Answer in one short sentence."}}
+    run = stack.api.wait_terminal(stack.api.create_flow_run(deployment["id"], parameters)["id"])
+    assert run["state_type"] == "COMPLETED", f"{run['state']}\n{stack.worker_log()[-3000:]}"
+    (stored,) = store_rows(stack, "SELECT count(*) AS n, count(i.target_latency_s) AS timed, "
+                                  "count(*) FILTER (WHERE i.output::VARCHAR LIKE '%.\"' AND i.output::VARCHAR NOT LIKE "
+                                  "'%. %') AS one_sentence FROM items i JOIN runs r USING (run_id) WHERE r.name = ?",
+                           ["e2e-bot"])
+    assert stored == {"n": demo_item_count(), "timed": demo_item_count(), "one_sentence": demo_item_count()}
+
+
 def test_a_judge_scorer_run_by_the_worker_sends_its_requests_through_the_judge_process(stack: Stack) -> None:
     """The flow run's process (started by the worker with `python -m prefect.engine`) spawns the judge child
     and scores every item through it."""
