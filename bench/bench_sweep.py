@@ -4,8 +4,10 @@
       written by SQL), then the leaderboard's computation timed in this process (its queries and statistics,
       `flows/cli/sweep.py _rows`) and the whole `evalduck leaderboard --format json` command in a fresh process.
   judge: 4 candidates x 200 items of answer relevancy (a `module:function` target per candidate, so no candidate
-      reuses another's judge steps), fake judge in its own process with 1 s latency, concurrency 16; the runs
-      go one after another, so the floor is 4 x ceil(200 / 16) x 3 requests x 1 s = 156 s.
+      reuses another's judge steps), fake judge in its own process with 1 s latency, concurrency 16 shared by the
+      runs, which go side by side (`--one-at-a-time`: one after another, as before, for an A/B). The issue's
+      floor is 4 x ceil(200 / 16) x 3 requests x 1 s = 156 s (runs one after another); side by side the slots
+      never idle between runs, and the floor is ceil(800 / 16) x 3 x 1 s = 150 s.
 
 Usage: .venv/bin/python bench/bench_sweep.py [leaderboard|judge] [--repeat 5]
 """
@@ -78,12 +80,16 @@ def bench_leaderboard(repeat: int) -> None:
 TARGETS = "".join(f"def t{c}(question):\n    return 'Answer {c}: ' + question\n" for c in range(4))
 
 
-def bench_judge(items: int, latency: float, concurrency: int, vary: str) -> None:
+def bench_judge(items: int, latency: float, concurrency: int, vary: str, one_at_a_time: bool) -> None:
     import json
 
     from bench_flow import _JudgeProcess, _rows
 
+    import evalduck.flows.sweep_flow as sweep_flow
     from evalduck.flows.sweep_flow import run_sweep
+
+    if one_at_a_time:
+        sweep_flow.SIDE_BY_SIDE = 1  # groups of one run: the runs go one after another
 
     os.chdir(WORK)
     sys.path.insert(0, str(WORK))
@@ -110,7 +116,8 @@ def bench_judge(items: int, latency: float, concurrency: int, vary: str) -> None
         took = time.perf_counter() - t
         requests = judge.ask("count")
     floor = 4 * -(-items // concurrency) * 3 * latency
-    print(f"sweep of 4 candidates x {items} items, answer relevancy, latency {latency}s, concurrency {concurrency}: "
+    how = "one after another" if one_at_a_time else "side by side"
+    print(f"sweep of 4 candidates x {items} items ({how}), answer relevancy, latency {latency}s, concurrency {concurrency}: "
           f"{took:.2f} s, {requests} requests, status {result.status}; floor {floor:.0f} s; run / floor "
           f"{took / floor:.3f}x", flush=True)
 
@@ -126,12 +133,13 @@ def main() -> None:
                         help="judge: what sets the candidates apart: a target per candidate (a target task per item, "
                              "as a sweep of models has), or the judge's temperature (outputs in the dataset, as (a) of "
                              "bench_flow.py)")
+    parser.add_argument("--one-at-a-time", action="store_true", help="judge: the runs one after another (A/B)")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}", flush=True)
     if args.which == "leaderboard":
         bench_leaderboard(args.repeat)
     else:
-        bench_judge(args.items, args.latency, args.concurrency, args.vary)
+        bench_judge(args.items, args.latency, args.concurrency, args.vary, args.one_at_a_time)
     print(f"load average after: {os.getloadavg()}", flush=True)
 
 
