@@ -33,7 +33,7 @@ from evalduck.flows.engine.budget import SharedBudget, Slots, use_budget
 from evalduck.flows.engine.dispatch import shared_local_cluster
 from evalduck.flows.engine.tasks import RateLimiter
 from evalduck.flows.inputs.sweep_spec import SweepSpec
-from evalduck.flows.inputs.sweeps import Candidate, Sweep, SweepFileError, load_sweep, sweep_from_spec
+from evalduck.flows.inputs.sweeps import Candidate, Sweep, SweepFileError, load_sweep, sweep_from_spec, with_run_options
 from evalduck.flows.inputs.targets import importable_here
 from evalduck.flows.project.defaults import default_db_path
 from evalduck.flows.report.sweep_artifact import publish_sweep_summary, write_sweep_report_logged
@@ -85,7 +85,8 @@ def _db(sweep: Sweep, db: str | None) -> str:
 
 @redacting_flow(name="run-sweep", persist_result=False, log_prints=False)
 def run_sweep(sweep_file: str | None = None, sweep: SweepSpec | None = None, name: str | None = None,
-              resume: str | None = None, db: str | None = None) -> SweepResult:
+              resume: str | None = None, db: str | None = None,
+              options: dict[str, Any] | None = None) -> SweepResult:
     """Run every candidate of a sweep, given as a file or as data, one eval run each, as subflow runs of this one.
 
     Args:
@@ -96,6 +97,8 @@ def run_sweep(sweep_file: str | None = None, sweep: SweepSpec | None = None, nam
         name: The sweep's name (default: the sweep's `name`, else the file's stem); its runs are named after it.
         resume: A sweep (id, name or `latest`) to finish: only its missing runs and cells are computed.
         db: DuckDB results file (default: the sweep's base `db`, else the folder's).
+        options: Run options over the sweep's base, for every candidate (e.g. {"concurrency": 32, "runner":
+            "dask"}: what `evalduck sweep --concurrency 32 --runner dask` passes).
 
     Raises:
         SweepFileError: both or neither of `sweep_file` and `sweep`, or the sweep's problems (each by file
@@ -106,6 +109,8 @@ def run_sweep(sweep_file: str | None = None, sweep: SweepSpec | None = None, nam
                               f"exactly one; got {'both' if sweep is not None else 'neither'}"])
     importable_here()  # its `module:function` targets, imported now, are found in the folder it runs in
     sweep = load_sweep(sweep_file) if sweep_file is not None else sweep_from_spec(sweep)  # the checked Sweep
+    if options:
+        sweep = with_run_options(sweep, options)
     if name:
         sweep = dataclasses.replace(sweep, name=name)
     path = _db(sweep, db)

@@ -16,7 +16,8 @@ from rich.table import Table
 from evalduck.flows.cli import app, db_path, fail
 from evalduck.flows.cli.errors import label, value_error
 from evalduck.flows.cli.results import _store
-from evalduck.flows.inputs.sweeps import SweepFileError, load_sweep
+from evalduck.flows.config import RunOptions
+from evalduck.flows.inputs.sweeps import SweepFileError, load_sweep, with_run_options
 from evalduck.flows.report.fit import console_width, fit
 from evalduck.flows.report.leaderboard import Row
 from evalduck.flows.report.leaderboard_text import delta_text, mean_text, to_csv, to_json, to_markdown
@@ -27,6 +28,12 @@ __all__ = ("leaderboard_command", "sweep")
 _FORMATS = ("table", "markdown", "csv", "json", "html")
 
 
+def _help(field: str) -> str:
+    """A run option's help, from its one description (RunOptions), as the sweep overrides it."""
+    shared = " One budget for all the sweep's runs at once." if field in ("concurrency", "judge_rpm") else ""
+    return f"{RunOptions.model_fields[field].description}{shared} Over the file's base."
+
+
 @app.command()
 def sweep(
     ctx: typer.Context,
@@ -35,24 +42,31 @@ def sweep(
                                                 "stem]")] = None,
     resume: Annotated[Optional[str], typer.Option(help="Finish this sweep (id, name or `latest`): its completed "
                                                   "runs are kept, the others run or resume")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, max=256, help=_help("concurrency"))] = None,
+    judge_rpm: Annotated[Optional[float], typer.Option(min=0.001, help=_help("judge_rpm"))] = None,
+    runner: Annotated[Optional[str], typer.Option(help=_help("runner"))] = None,
+    dask_address: Annotated[Optional[str], typer.Option(help=_help("dask_address"))] = None,
+    workers: Annotated[Optional[int], typer.Option(min=1, max=64, help=_help("workers"))] = None,
     ephemeral: Annotated[bool, typer.Option("--ephemeral", help="Use a temporary Prefect server, as in CI")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's own log lines")] = False,
 ) -> None:
-    """Run every candidate of a SWEEP file (one eval run each, one after another, sharing the step cache),
-    then print the leaderboard against its baseline."""
+    """Run every candidate of a SWEEP file (one eval run each, side by side under one concurrency and judge rate,
+    sharing the step cache), then print the leaderboard against its baseline."""
     from evalduck.flows.cli.run import prepare_process
 
     prepare_process(verbose)
     err = Console(stderr=True, soft_wrap=True)
     out = Console(width=console_width(sys.stdout))
-    try:  # every problem of the file, by line, before a server starts or anything runs
-        checked = load_sweep(sweep_file)
+    options = {k: v for k, v in (("concurrency", concurrency), ("judge_rpm", judge_rpm), ("runner", runner),
+                                 ("dask_address", dask_address), ("workers", workers)) if v is not None}
+    try:  # every problem of the file, by line, and of the options, before a server starts or anything runs
+        checked = with_run_options(load_sweep(sweep_file), options, lambda field: "--" + field.replace("_", "-"))
     except SweepFileError as exc:
         err.print(literal(("error:", "red"), " ", str(exc), multiline=True))
         raise typer.Exit(2) from None
     err.print(literal(f"sweep {name or checked.name}: {len(checked.candidates)} candidate(s) x {checked.repeat} "
                       f"run(s), baseline {checked.baseline.label}", style="dim"))
-    result = _run_on_server(ctx, err, str(sweep_file), name, resume, ephemeral)
+    result = _run_on_server(ctx, err, str(sweep_file), name, resume, ephemeral, options)
     from evalduck.flows.report.sweep_board import sweep_rows
 
     with _store(ctx) as store:
@@ -68,7 +82,7 @@ def sweep(
 
 
 def _run_on_server(ctx: typer.Context, err: Console, path: str, name: str | None, resume: str | None,
-                   ephemeral: bool) -> Any:
+                   ephemeral: bool, options: dict[str, Any]) -> Any:
     """The sweep flow on the server `evalduck run` would use (flows/cli/run.py), with its progress lines."""
     from evalduck.flows.cli.run import api_settings, server_for_run
     from evalduck.flows.run.progress import RichRunBars, use_sink
@@ -81,7 +95,7 @@ def _run_on_server(ctx: typer.Context, err: Console, path: str, name: str | None
         api_url, lasting, ours, auth = server_for_run(err, ephemeral, stack)
         with RichRunBars(err) as bars, use_sink(bars), api_settings(api_url, lasting, auth), heartbeat_settings(own_server=ours):
             try:
-                return run_sweep(path, name=name, resume=resume, db=str(db_path(ctx)))
+                return run_sweep(path, name=name, resume=resume, db=str(db_path(ctx)), options=options or None)
             except UnknownSweepError as exc:
                 fail(value_error(label(ctx, "resume"), resume, str(exc).split(": ", 1)[-1]), ctx)
             except KeyboardInterrupt:

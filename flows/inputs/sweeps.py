@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,8 @@ from evalduck.flows.inputs.sweep_spec import AXES, SweepFields, SweepSpec
 from evalduck.flows.inputs.targets import TargetError, resolve_target
 from evalduck.flows.inputs.yaml_lines import LocatedValue, Where, YamlFileError, read_yaml
 
-__all__ = ("AXES", "Candidate", "Sweep", "SweepFileError", "load_sweep", "sweep_from_data", "sweep_from_spec")
+__all__ = ("AXES", "Candidate", "Sweep", "SweepFileError", "load_sweep", "sweep_from_data", "sweep_from_spec",
+           "with_run_options")
 
 # What only a `model:` target reads: on another target a candidate that varies it is another's twin. (A
 # `module:function` target takes a system prompt as its `system_prompt` parameter: flows/inputs/targets.py.)
@@ -146,6 +147,23 @@ def sweep_from_data(located: Where, root: Path | None = None) -> Sweep:
     final = tuple(dataclasses.replace(c, baseline=i == marked) for i, c in enumerate(candidates))
     return Sweep(name=shape.name or located.stem, path=located.source, candidates=final,
                  repeat=shape.repeat, axes={name: tuple(values) for name, values in shape.axes.items()})
+
+
+def with_run_options(sweep: Sweep, options: Mapping[str, Any],
+                     named: Callable[[str], str] = "option {}".format) -> Sweep:
+    """``sweep`` with run ``options`` (the CLI's --concurrency, --runner...) over its base, the same in every
+    candidate; a value that is not a run option, or not a valid one, is a problem named ``named(field)``."""
+    unknown = [f"{named(key)}: not a run option a sweep can set" for key in options
+               if key not in RunOptions.model_fields or key in AXES or key in ("name", "resume", "db")]
+    if unknown:
+        raise SweepFileError(unknown)
+    try:
+        candidates = tuple(dataclasses.replace(c, config=EvalConfig.model_validate(
+            {**c.config.model_dump(), **options})) for c in sweep.candidates)
+    except ValidationError as exc:
+        raise SweepFileError([f"{named(str(e['loc'][0]))}: {str(e['msg']).removeprefix('Value error, ')}"
+                              for e in exc.errors()]) from None
+    return dataclasses.replace(sweep, candidates=candidates)
 
 
 def _pydantic_problem(located: Where, prefix: Sequence[str | int], err: Mapping[str, Any]) -> str:

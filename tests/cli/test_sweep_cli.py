@@ -193,9 +193,12 @@ def test_a_dask_sweep_runs_every_candidate_on_one_local_cluster(folder: Path) ->
     """With runner 'dask' and no address, the sweep starts one LocalCluster, and every candidate's run uses it
     (its address in each run's stored options), rather than a cluster per run."""
     (folder / "sweep.yaml").write_text(
-        "name: on-dask\nbase:\n  dataset: data.jsonl\n  scorers: [tone-scorer]\n  runner: dask\n  workers: 1\n"
+        "name: on-dask\nbase:\n  dataset: data.jsonl\n  scorers: [tone-scorer]\n"
         "axes:\n  target: [\"targets:terse\", \"targets:warm\"]\n")
-    done = evalduck(folder, "sweep", "sweep.yaml")
+    bad = evalduck(folder, "sweep", "sweep.yaml", "--runner", "spark")
+    assert bad.returncode == 2 and "error: --runner: Input should be 'local' or 'dask'" in bad.stderr, bad.stderr
+    assert not (folder / "evals.duckdb").exists()
+    done = evalduck(folder, "sweep", "sweep.yaml", "--runner", "dask", "--workers", "1")  # over the file's base
     assert done.returncode == 0, done.stdout + done.stderr
     runs = _stored(folder, "SELECT candidate, status, config->>'$.runner', config->>'$.dask_address' FROM runs "
                            "ORDER BY candidate")

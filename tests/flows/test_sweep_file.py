@@ -206,3 +206,19 @@ def test_a_long_module_function_label_drops_its_packages_before_anything_else() 
     assert label_of({"target": "examples.support_bots:faq_bot"}) == "support_bots:faq_bot"
     assert label_of({"target": "m:a", "target_system_prompt": "file:examples/prompts/terse.txt"}) == "m:a | terse.txt"
     assert label_of({"target": "pkg.sub.a_module_with_a_long_name:answer_fn"}) == "...ith_a_long_name:answer_fn"
+
+
+def test_run_options_over_the_base_apply_to_every_candidate_and_bad_ones_are_named(tmp_path: Path) -> None:
+    from evalduck.flows.inputs.sweeps import with_run_options
+
+    sweep = load_sweep(write(tmp_path, BASE + "axes:\n  target: [m:a, m:b]\n"), root=tmp_path)
+    faster = with_run_options(sweep, {"concurrency": 32, "judge_rpm": 600})
+    assert [(c.config.concurrency, c.config.judge_rpm) for c in faster.candidates] == [(32, 600), (32, 600)]
+    assert [c.label for c in faster.candidates] == [c.label for c in sweep.candidates]
+    with pytest.raises(SweepFileError) as caught:
+        with_run_options(sweep, {"concurrency": 0, "target": "m:c", "colour": "red"})
+    assert caught.value.problems == ["option target: not a run option a sweep can set",
+                                     "option colour: not a run option a sweep can set"]
+    with pytest.raises(SweepFileError) as caught:
+        with_run_options(sweep, {"concurrency": 0}, lambda field: "--" + field)
+    assert caught.value.problems == ["--concurrency: Input should be greater than or equal to 1"]
