@@ -45,7 +45,7 @@ from evalduck.flows.store.sweeps import finish_sweep, resolve_sweep, start_sweep
 
 __all__ = ("SIDE_BY_SIDE", "SweepResult", "SweepRun", "run_name", "run_sweep")
 
-# Runs of a sweep that go at once, each on a thread with its own event loop and judge process: a sweep
+# Runs of a sweep that go at once, each on a thread with its own event loop (one judge process serves them all): a sweep
 # of more candidates runs them in groups of this many, all under the sweep's one concurrency and judge rate.
 SIDE_BY_SIDE = 8
 

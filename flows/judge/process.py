@@ -19,8 +19,9 @@ parent's environment as of each request (provider keys set or removed later incl
 Python-level litellm settings made in the parent (``litellm.success_callback``, ``litellm.api_key``...):
 ``judge_process=False`` keeps requests in the flow's process for those.
 
-One child serves one run at a time; an idle child is kept for the next run of the same process (litellm's
-import takes seconds) and stopped at exit. A child that dies is replaced on the next request, and the
+One child serves every run of the process, runs side by side included (a sweep's: a reader thread hands each
+answer to the event loop that asked); it is kept for the next run (litellm's import takes seconds) and stopped
+at exit. A child that dies is replaced on the next request, and the
 requests it held fail as transient errors, so Prefect retries them.
 """
 
@@ -42,14 +43,8 @@ from typing import Any
 from evalduck.flows.judge.child import child_main  # the child's entry point, also named from here
 from evalduck.scorers import JudgeSettings, JudgeTransientError, JudgeUsage
 
-__all__ = (
-    "JudgeProcess",
-    "JudgeProcessError",
-    "child_main",
-    "leased_judge_process",
-    "litellm_settings_made_in_python",
-    "prestart",
-)
+__all__ = ("JudgeProcess", "JudgeProcessError", "child_main", "leased_judge_process", "litellm_settings_made_in_python",
+           "prestart")
 
 # Beyond the request's own timeout (the child enforces it): a child that never answers.
 _BACKSTOP_S = 30.0
@@ -113,13 +108,16 @@ start_child: Callable[[socket.socket, dict[str, str]], Any] = popen_child
 
 class JudgeProcess:
     """One child and its pipe; a ``evalduck.scorers.judge.JudgeTransport`` (its ``request`` sends one request to
-    the child, which runs it with ``LiteLLMTransport``)."""
+    the child, which runs it with ``LiteLLMTransport``). A reader thread hands each answer to the event loop that
+    asked, so one child serves any number of runs of this process at once, each on its own loop (a sweep's runs
+    side by side: one litellm import and one ~0.2 GB child, not one per run)."""
 
     def __init__(self) -> None:
         self._conn: Connection | None = None
         self._proc: Any = None  # a subprocess.Popen, or what ``start_child`` gives
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._futures: dict[int, asyncio.Future[Any]] = {}
+        self._lock = threading.RLock()  # the pipe and the child
+        self._waiting = threading.Lock()  # the requests waiting for an answer (the reader takes only this one)
+        self._futures: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
         self._ids = itertools.count()
         self._env: dict[str, str] | None = None
 
@@ -133,94 +131,94 @@ class JudgeProcess:
         env = dict(os.environ)
         env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         try:
-            self._proc = start_child(child, env)
+            proc = start_child(child, env)
         finally:
             child.close()
-        self._conn = Connection(parent.detach())
-        self._env = dict(os.environ)  # what the child was started with
+        conn = Connection(parent.detach())
+        with self._lock:
+            self._proc, self._conn, self._env = proc, conn, dict(os.environ)  # what the child was started with
+        threading.Thread(target=self._read, args=(conn,), name="evalduck-judge-reader", daemon=True).start()
         return self
 
     def detach(self) -> None:
-        """Leave the event loop (the run is over); the child stays for the next run."""
-        if self._loop is not None and self._conn is not None and not self._loop.is_closed():
-            self._loop.remove_reader(self._conn.fileno())
-        self._loop = None
-        self._fail_all("the run ended")
+        """A run that used the child is over: the requests it left waiting (its loop is closed) are dropped; the
+        child stays for the other runs and the next."""
+        with self._waiting:
+            for req_id, (loop, _) in list(self._futures.items()):
+                if loop.is_closed():
+                    del self._futures[req_id]
 
     def stop(self) -> None:
-        self.detach()
-        if self._conn is not None:
+        with self._lock:
+            conn, proc, self._conn, self._proc = self._conn, self._proc, None, None
+            self._fail_all("the judge process was stopped")
+        if conn is not None:
             with contextlib.suppress(OSError):
-                self._conn.send(None)
-        if self._proc is not None:
+                conn.send(None)
+        if proc is not None:
             try:
-                self._proc.wait(timeout=2)  # an idle child (one still importing litellm too) has nothing to lose
+                proc.wait(timeout=2)  # an idle child (one still importing litellm too) has nothing to lose
             except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        if self._conn is not None:
-            self._conn.close()
-        self._conn = self._proc = None
+                proc.kill()
+                proc.wait()
+        if conn is not None:
+            conn.close()
 
     def _ready(self) -> Connection:
-        """Attached to the running loop, with a live child (a dead one is replaced)."""
+        """The pipe to a live child (a dead one is replaced); the caller holds the lock."""
         if not self.alive:
             self.stop()
             self.start()
         assert self._conn is not None
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            self.detach()
-            self._loop = loop
-            loop.add_reader(self._conn.fileno(), self._readable)
         return self._conn
 
-    def _readable(self) -> None:
-        conn = self._conn
+    def _read(self, conn: Connection) -> None:
+        """The reader thread: every answer to the loop of the request it answers, until the child is gone."""
         try:
-            while conn is not None and conn.poll():
+            while True:
                 req_id, status, *rest = conn.recv()
-                future = self._futures.pop(req_id, None)
-                if future is None or future.done():
-                    continue
-                if status == "ok":
-                    future.set_result((rest[0], JudgeUsage.model_validate(rest[1])))
-                    continue
-                kind, message, _ = rest
-                future.set_exception(message if kind == "judge" else RuntimeError(message))
-        except (EOFError, OSError):  # the child is gone: its requests are retried by a new one
-            if self._loop is not None and conn is not None:
-                self._loop.remove_reader(conn.fileno())
-            self._loop = None
-            self._fail_all(f"the judge process exited (exit code {self._proc.poll() if self._proc else '?'})")
+                with self._waiting:
+                    waiting = self._futures.pop(req_id, None)
+                if waiting is not None:
+                    _settle_on(waiting, status, rest)
+        except (EOFError, OSError):  # the child is gone (or the pipe closed by stop): retried by a new one
+            if self._conn is conn:  # not a child stopped on purpose (stop failed its requests already)
+                proc = self._proc
+                self._fail_all(f"the judge process exited (exit code {proc.poll() if proc is not None else '?'})")
+        except Exception as exc:  # noqa: BLE001 - a message this parent cannot read: its requests fail, retried
+            self._fail_all(f"the judge process's answer could not be read ({type(exc).__name__}: {exc})")
 
     def _fail_all(self, why: str) -> None:
-        futures, self._futures = self._futures, {}
-        for future in futures.values():
-            if not future.done():
-                future.set_exception(JudgeProcessError(f"{why} before answering"))
+        with self._waiting:
+            futures, self._futures = self._futures, {}
+        for waiting in futures.values():
+            _settle_on(waiting, "error", ("transport", JudgeProcessError(f"{why} before answering"), None))
 
     async def request(
         self, settings: JudgeSettings, messages: list[dict[str, str]], response_format: Any, label: str, repair: bool
     ) -> tuple[str | None, JudgeUsage]:
         req_id = next(self._ids)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
         message = ("request", req_id, (settings, messages, response_format, label, repair))
         for attempt in (1, 2):  # a child that died since the last request (not yet seen as dead): a new one
-            conn = self._ready()
-            try:
-                env = dict(os.environ)
-                if env != self._env:
-                    conn.send(("env", env))
-                    self._env = env
-                self._futures[req_id] = future
-                conn.send(message)
-                break
-            except OSError as exc:
-                self._futures.pop(req_id, None)
-                if attempt == 2:
-                    raise JudgeProcessError(f"{label}: the judge process is gone ({exc})") from None
-                self.stop()
+            with self._lock:
+                conn = self._ready()
+                try:
+                    env = dict(os.environ)
+                    if env != self._env:
+                        conn.send(("env", env))
+                        self._env = env
+                    with self._waiting:
+                        self._futures[req_id] = (loop, future)
+                    conn.send(message)
+                    break
+                except OSError as exc:
+                    with self._waiting:
+                        self._futures.pop(req_id, None)
+                    if attempt == 2:
+                        raise JudgeProcessError(f"{label}: the judge process is gone ({exc})") from None
+                    self.stop()
         try:
             return await asyncio.wait_for(future, settings.timeout + _BACKSTOP_S)
         except asyncio.TimeoutError:
@@ -228,10 +226,28 @@ class JudgeProcess:
                 f"{label}: the judge process gave no answer within {settings.timeout + _BACKSTOP_S:.0f}s"
             ) from None
         finally:
-            self._futures.pop(req_id, None)
+            with self._waiting:
+                self._futures.pop(req_id, None)
 
 
-_idle: list[JudgeProcess] = []  # children between runs of this process (the next run leases one)
+def _settle_on(waiting: tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]], status: str, rest: Any) -> None:
+    """An answer (or the child's end) to the request's own loop, from whichever thread has it."""
+    loop, future = waiting
+
+    def settle() -> None:
+        if future.done():
+            return
+        if status == "ok":
+            future.set_result((rest[0], JudgeUsage.model_validate(rest[1])))
+            return
+        kind, message, _ = rest
+        future.set_exception(message if kind in ("judge", "transport") else RuntimeError(message))
+
+    with contextlib.suppress(RuntimeError):  # that loop is closed: its run is over, nobody waits
+        loop.call_soon_threadsafe(settle)
+
+
+_idle: list[JudgeProcess] = []  # the process's one child, kept between runs and shared by runs side by side
 _idle_lock = threading.Lock()
 _exit_hook: list[bool] = []
 _exit_hook_lock = threading.Lock()  # its own: start() runs under _idle_lock (prestart)
@@ -258,20 +274,22 @@ def prestart() -> None:
     delaying the run's first judge requests; an unused child is stopped at exit like an idle one."""
     with _idle_lock:
         if not any(process.alive for process in _idle):
-            _idle.append(JudgeProcess().start())
+            _idle[:] = [JudgeProcess().start()]
 
 
 @contextlib.contextmanager
 def leased_judge_process() -> Iterator[JudgeProcess]:
-    """A child for one run: an idle one from an earlier run of this process, else a new one (started now,
-    so litellm's import overlaps the run's set-up). Returned for reuse when the run ends."""
+    """The process's child for one run: the one other runs use now or an earlier run left, else a new one
+    (started now, so litellm's import overlaps the run's set-up). Kept for the next run when the run ends."""
     with _idle_lock:
-        process = _idle.pop() if _idle else None
-    if process is None or not process.alive:
-        process = JudgeProcess().start()
+        if not _idle:
+            _idle.append(JudgeProcess())
+        process = _idle[0]
+        with process._lock:
+            if not process.alive:  # never started, or gone since: a new child (its first request would, later)
+                process.stop()
+                process.start()
     try:
         yield process
     finally:
         process.detach()
-        with _idle_lock:
-            _idle.append(process)
