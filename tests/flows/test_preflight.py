@@ -164,3 +164,34 @@ def test_a_model_targets_calls_and_its_cached_answers_key_the_judge_steps(
     assert isinstance(found, Preflight)
     asked, scorer = found.lines
     assert (asked.cached, scorer.cached, scorer.prompts_estimated, found.requests - found.cached) == (4, 12, 0, 0)
+
+
+def test_judge_samples_multiply_a_judge_scorers_requests(judge: FakeOpenAIServer, workdir: dict[str, str]) -> None:
+    """No Prefect needed: a dry run makes no flow run."""
+    found = run_evals(_rows(4, "museum"), scorers=[judge_scorer(judge), "tone-scorer"], dry_run=True, quiet=True,
+                      judge_samples=3, **workdir)
+    assert isinstance(found, Preflight)
+    assert [(line.name, line.kind, line.requests) for line in found.lines] == [
+        (SCORER, "judge", 4 * STEPS * 3), ("tone-scorer", "code", 0)]
+    assert found.cells == 8 and judge.request_count == 0
+
+
+def test_a_cache_record_is_read_as_prefect_reads_it(tmp_path: Path) -> None:
+    """A record Prefect would not use (unreadable, expired) is a miss; --no-cache reads nothing."""
+    import json
+
+    from evalduck.flows.run.preflight_walk import CachedResults
+
+    def record(key: str, expiration: str | None, result: object = None) -> None:
+        meta = {"storage_key": str(tmp_path / key), "expiration": expiration, "serializer": {"type": "json"}}
+        (tmp_path / key).write_text(json.dumps({"metadata": meta, "result": json.dumps(result)}))
+
+    record("good", None, {"result": {"statements": ["a"]}})
+    record("old", "2001-01-01T00:00:00+00:00", {"result": 1})
+    record("later", "2999-01-01T00:00:00+00:00", {"result": 2})
+    (tmp_path / "broken").write_text('{"metadata": ')
+    cache = CachedResults(tmp_path, refresh=False)
+    assert cache.get("good") == {"result": {"statements": ["a"]}} and cache.get("later") == {"result": 2}
+    assert cache.get("old") is None and cache.get("broken") is None and cache.get("absent") is None
+    assert CachedResults(tmp_path, refresh=True).get("good") is None
+    assert CachedResults(tmp_path / "none", refresh=False).get("good") is None
