@@ -102,6 +102,15 @@ class RunOptions(BaseModel):
     judge_rpm: float | None = Field(
         default=None, gt=0, description="Judge requests per minute, shared by the whole run (empty: no limit)."
     )
+    max_cost: float | None = Field(
+        default=None, gt=0, description="Budget in USD: once the run's spend (the cost litellm reports for its "
+        "judge and model requests; a resumed run's stored cells count too) reaches it, no new request is sent, "
+        "those in flight are stored and the run ends `budget_exceeded` (empty: no budget).",
+    )
+    allow_unpriced: bool = Field(
+        default=False, description="With max_cost: run even when litellm has no price for a model the run calls "
+        "(its requests count as free); off: such a run is refused before it starts.",
+    )
     name: str | None = Field(
         default=None, title="Eval name", description="What this run is compared with: the previous completed run "
         "of this name (empty: none). Prefect's Run Name above only labels the flow run.",

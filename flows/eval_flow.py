@@ -32,6 +32,8 @@ from evalduck.flows.local.server import reuse_recorded_server
 from evalduck.flows.report.artifacts import ProgressArtifact, artifact_key
 from evalduck.flows.run.console import end_promptly, print_summary, shown_run
 from evalduck.flows.run.finish import EvalResult, Report, eval_result, publish_report
+from evalduck.flows.run.preflight import Preflight
+from evalduck.flows.run.preflight_view import dry_run as preflight_only
 from evalduck.flows.run.prepare import Prepared, Rows, prepare_run
 from evalduck.flows.run.progress import current_sink
 from evalduck.flows.run.redacting_flow import RedactingFlow, redacting_flow
@@ -160,7 +162,9 @@ class _EvalsFlow(RedactingFlow):
         bound = inspect.signature(self.fn).bind_partial(*args, **kwargs)
         # Bad options fail here, before a flow run exists; the body binds them the same way, as it must when
         # Prefect calls it without this (a deployment of run_evals, a served flow).
-        _bound_call(bound.arguments)
+        call = _bound_call(bound.arguments)
+        if bound.arguments.get("dry_run"):  # the preflight instead of the run: no flow run, nothing stored
+            return preflight_only(call.data, call.scorers, call.target, call.options, quiet=bool(bound.arguments.get("quiet")))
         data = bound.arguments.get("data")
         if data is not None and not isinstance(data, (str, os.PathLike, Rows, Dataset)):
             bound.arguments["data"] = Rows(data)
@@ -204,6 +208,8 @@ def _run_evals(  # noqa: D417 - the run options are documented once, as RunOptio
     judge_model: str | None = None,
     judge_api_base: str | None = None,
     judge_rpm: float | None = None,
+    max_cost: float | None = None,
+    allow_unpriced: bool | None = None,
     judge_samples: int | None = None,
     judge_aggregate: str | None = None,
     target_system_prompt: str | None = None,
@@ -225,7 +231,8 @@ def _run_evals(  # noqa: D417 - the run options are documented once, as RunOptio
     dask_address: str | None = None,
     workers: int | None = None,
     quiet: bool = False,
-) -> EvalResult:
+    dry_run: bool = False,
+) -> EvalResult | Preflight:
     """Run scorers over a dataset and store every result in DuckDB.
 
     The run options (``concurrency`` and every keyword after ``options``) are ``RunOptions`` fields, with
@@ -245,8 +252,11 @@ def _run_evals(  # noqa: D417 - the run options are documented once, as RunOptio
         quiet: show nothing; by default the call shows what `evalduck run` shows: a progress bar on stderr
             (on a terminal) and the summary table on stdout. Prefect's own INFO console lines are held back
             either way (they reach the Prefect API and UI). Not a run option: it changes no result.
+        dry_run: check everything and return the run's ``Preflight`` (its requests, cache hits, tokens and cost;
+            docs/cost.md) instead of running it: nothing is sent or stored, and no flow run is made.
     """
-    return _execute(_bound_call(locals()))  # the arguments, as Prefect or __call__ passed them
+    call = _bound_call(locals())  # the arguments, as Prefect or __call__ passed them
+    return preflight_only(call.data, call.scorers, call.target, call.options, quiet=quiet) if dry_run else _execute(call)
 
 
 def _options_of(settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ _UNFINISHED = {
     "interrupted": "was interrupted (its process is gone)",
     "failed": "failed",
     "cancelled": "was cancelled",
+    "budget_exceeded": "was stopped by its budget (--max-cost)",
 }
 
 
@@ -71,7 +72,7 @@ def compare(
     allow_partial: Annotated[
         bool,
         typer.Option("--allow-partial", help="Compare runs that are not `completed` too (running, interrupted, "
-                     "failed, cancelled): their cells so far"),
+                     "failed, cancelled, budget_exceeded): their cells so far"),
     ] = False,
 ) -> None:
     """Compare run B with run A per scorer: paired mean delta with its 95% interval (CI gate).

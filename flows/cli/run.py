@@ -18,7 +18,9 @@ from rich.console import Console
 from evalduck.errors import EvalduckError
 from evalduck.flows.cli import app, db_path
 from evalduck.flows.cli.errors import FAILURE, config_error, exit_code
+from evalduck.flows.cli.run_budget import check_budget, end_over_budget
 from evalduck.flows.cli.run_checks import calls_models, check_usage
+from evalduck.flows.cli.run_dry import DryRunOption, FormatOption, show_preflight
 from evalduck.flows.cli.run_stops import (
     Terminated,
     disk_error,
@@ -42,7 +44,7 @@ __all__ = ("api_settings", "prepare_process", "run", "server_for_run")
 _PARAM_OF_FIELD = {"scorers": "scorer", "target_system_prompt": "system_prompt", "refresh": "no_cache",
                    "target_timeout_s": "target_timeout", "judge_timeout_s": "judge_timeout"}
 # Options of `run` that are no EvalConfig field: how the terminal shows the run, which server records it.
-_NOT_CONFIG = frozenset({"verbose", "ephemeral"})
+_NOT_CONFIG = frozenset({"verbose", "ephemeral", "dry_run", "output_format"})
 
 
 def server_for_run(err: Console, flag: bool, stack: contextlib.ExitStack) -> tuple[str, bool, bool, str | None]:
@@ -123,6 +125,10 @@ def run(
         Optional[str], typer.Option(help="OpenAI-compatible server for the judge (e.g. http://127.0.0.1:8000/v1).")
     ] = None,
     judge_rpm: Annotated[Optional[float], typer.Option(help="Judge requests per minute for the whole run.")] = None,
+    max_cost: Annotated[Optional[float], typer.Option(help="Budget in USD: at this spend (litellm's cost of the "
+                        "run's requests) no new request is sent; the run ends budget_exceeded.")] = None,
+    allow_unpriced: Annotated[bool, typer.Option("--allow-unpriced", help="With --max-cost: run even with a model "
+                              "litellm cannot price (its requests count as free).")] = False,
     judge_timeout: Annotated[
         Optional[float], typer.Option(help="Seconds one judge request may take [default: each scorer's own, 60].")
     ] = None,
@@ -188,6 +194,8 @@ def run(
                      "EVALDUCK_EPHEMERAL=1): nothing is left running, and the run is in no UI."),
     ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's own log lines too.")] = False,
+    dry_run: DryRunOption = False,
+    output_format: FormatOption = "table",
 ) -> None:
     """Score DATASET with the scorers, store every result in DuckDB, print the summary.
 
@@ -199,9 +207,14 @@ def run(
     out = Console(width=console_width(sys.stdout))
     # Every usage error is found here, in a second, before Prefect (and its local server) start.
     config = _config(ctx, _config_values(ctx))
+    if dry_run or output_format != "table":
+        return show_preflight(ctx, config, output_format, dry_run)  # flows/cli/run_dry.py: not the run
     check_usage(ctx, config)
+    check_budget(err, config)  # --max-cost: an unpriced model refused (flows/cli/run_budget.py)
     _prestart_judge(config)
-    print_result(out, err, *_run_on_server(ctx, err, config, ephemeral))
+    ran = _run_on_server(ctx, err, config, ephemeral)
+    print_result(out, err, *ran)
+    end_over_budget(err, ran[0])  # a run its budget stopped: the line that continues it, exit 1
 
 
 def prepare_process(verbose: bool) -> None:

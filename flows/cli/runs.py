@@ -70,6 +70,8 @@ def show(
     out.print(literal("dataset=", r.dataset or "–", "  hash=", r.dataset_hash or "–",
                                 f"  items={r.n_items}  evalduck=", r.evalduck_version or "–",
                                 "  flow run=", r.flow_run_id or "–"))
+    if isinstance(r.config, dict) and r.config.get("max_cost") is not None:  # issue 28: the spend against it
+        out.print(f"spend=${sum(s['cost'] or 0 for s in summary.scorers):.4f}  budget=${r.config['max_cost']:.4f}")
     table = Table(title="Scorers")
     columns = ("scorer", "version", "judge", "scored", "errors", "skipped", "mean", "stddev", "min", "max", "cost")
     for column in columns:

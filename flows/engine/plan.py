@@ -124,11 +124,13 @@ class EngineServices:
 @dataclass(frozen=True)
 class Executed:
     """What a returned ``execute`` tells its caller: every result is stored and the run marked ``status``
-    with the last of them; ``cache``, each step's cache hits and misses, with why each missed
-    (flows/engine/cache_ledger.py)."""
+    with the last of them (``budget_exceeded``: its budget stopped it, flows/engine/spend.py); ``cache``, each
+    step's cache hits and misses, with why each missed (flows/engine/cache_ledger.py); ``spend``, the run's
+    spend in USD when it had a budget (``max_cost``)."""
 
-    status: Literal["completed"]
+    status: Literal["completed", "budget_exceeded"]
     cache: list[dict[str, Any]]
+    spend: float | None = None
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any
 
 from evalduck.flows.engine.batches import StepBatcher
 from evalduck.flows.engine.budget import current_budget
-from evalduck.flows.engine.cells import cell_row, error_row
+from evalduck.flows.engine.cells import cell_row, error_row, usage_fields
 from evalduck.flows.engine.plan import (
     EngineServices,
     Executed,
@@ -32,6 +32,7 @@ from evalduck.flows.engine.plan import (
     StoreWriteError,
 )
 from evalduck.flows.engine.samples import sampled_cell
+from evalduck.flows.engine.spend import BUDGET_EXCEEDED, BudgetReached
 from evalduck.flows.engine.steps import StepFailed, StepRunner
 from evalduck.flows.store import ResultWriter, SampleRow, ScoreRow
 from evalduck.scorers import PipelineState, Scorer, walk_steps
@@ -76,7 +77,7 @@ class Run:
     def _finish_cell(self, state: ItemState, row: ScoreRow, samples: Sequence[SampleRow] = ()) -> None:
         self._write(scores=[row], samples=samples)
         state.rows[row.scorer_id] = row
-        if row.status == "error" and self.plan.options.fail_fast:
+        if row.status == "error" and self.plan.options.fail_fast and not self.steps.spend.stopped:  # not a cut cell
             raise FailFast(f"item {row.item_id!r}, scorer {row.scorer_id!r}: {row.error}")
         state.pending -= 1
         if state.pending == 0:
@@ -135,27 +136,48 @@ class Run:
                 except StepFailed as exc:
                     self._error_all(state, plan.scorers, str(exc))
                     return
+                except BudgetReached:  # the run's budget is spent: the item's cells are left for a resume
+                    return
                 self._write(items=[{**state.item.store_record(), "output": state.output, "target_latency_s": latency}])
                 if self.code_scorers:
                     self.chunks.put(state)  # code-only scorers need only the output
             wanted = [s for s in self.judge_scorers if plan.wanted(state.item.item_id, s.id)]
             cells = await asyncio.gather(*(self._judge_cell(s, state) for s in wanted))
-            for row, samples in cells:
+            for row, samples in filter(None, cells):  # None: a cell the budget stopped before it spent anything
                 self._finish_cell(state, row, samples)
 
-    async def _judge_cell(self, scorer: Scorer, state: ItemState) -> tuple[ScoreRow, list[SampleRow]]:
-        """The cell, judged once, or ``judge_samples`` times side by side (its samples' rows with it)."""
+    async def _judge_cell(self, scorer: Scorer, state: ItemState) -> tuple[ScoreRow, list[SampleRow]] | None:
+        """The cell, judged once, or ``judge_samples`` times side by side (its samples' rows with it). A cell the
+        budget stopped part-way is an error with what it spent (a resume computes it, its finished steps from the
+        step cache), or None (left out) when it spent nothing."""
         k = self.plan.samples(scorer)
         if k == 1:
-            return await self._judge_sample(scorer, state, 0), []
-        rows = await asyncio.gather(*(self._judge_sample(scorer.sampled(i), state, i) for i in range(k)))
-        return sampled_cell(rows, self.plan.options.judge_aggregate)
+            row, _ = await self._judge_sample(scorer, state, 0)
+            return (row, []) if row is not None else None
+        samples = await asyncio.gather(*(self._judge_sample(scorer.sampled(i), state, i) for i in range(k)))
+        rows = [row for row, _ in samples if row is not None]
+        if not any(cut for _, cut in samples):
+            return sampled_cell(rows, self.plan.options.judge_aggregate)
+        if not rows:
+            return None
+        cell, _ = sampled_cell(rows, self.plan.options.judge_aggregate)
+        error = next((r.error for r, cut in samples if cut and r is not None), f"{scorer.id}: a sample not sent, the "
+                     "run's budget (max_cost) was reached")
+        return cell.model_copy(update={"status": "error", "score": None, "score_sd": None, "reason": None,
+                                       "error": error}), []
 
-    async def _judge_sample(self, scorer: Scorer, state: ItemState, sample: int) -> ScoreRow:
+    async def _judge_sample(self, scorer: Scorer, state: ItemState, sample: int) -> tuple[ScoreRow | None, bool]:
+        """The sample's row, and whether the budget stopped it (then its row is an error with what it spent, or
+        None when it spent nothing)."""
         spent: list[Mapping[str, Any]] = []
         (pipeline,) = self._pipelines(scorer, [state])
         await walk_steps([pipeline], self.steps.for_item(state.item, spent, sample))
-        return cell_row(self.plan.run_id, pipeline, state.item.item_id, spent)
+        if not isinstance(pipeline.error, BudgetReached):
+            return cell_row(self.plan.run_id, pipeline, state.item.item_id, spent), False
+        if not spent:
+            return None, True
+        return error_row(self.plan.run_id, scorer, state.item.item_id, str(pipeline.error),
+                         **usage_fields(pipeline.outputs, spent)), True
 
     # ---- code-only scorers over chunks -------------------------------------------------------------
 
@@ -207,7 +229,7 @@ class Run:
                 await self.chunks.close()
             if self._callbacks:
                 await asyncio.gather(*self._callbacks, return_exceptions=True)
-            status = "completed"
+            status = BUDGET_EXCEEDED if self.steps.spend.stopped else "completed"
         except* (FailFast, MisconfiguredRun, StoreWriteError) as group_exc:
             first = group_exc.exceptions[0]
             raise first from first.__cause__
@@ -222,5 +244,10 @@ class Run:
                 finally:
                     if self.sink is not None:
                         self.sink.finish()
-        return Executed(status="completed", cache=self.steps.cache_lines())
+        spend = self.steps.spend
+        if spend.stopped:
+            logger.warning("run %s stopped at its budget: spent $%.4f of $%.4f (max_cost); what it stored is kept, and "
+                           "a resume with a larger max_cost computes the rest", plan.run_id, spend.total, spend.budget)
+        return Executed(status=status, cache=self.steps.cache_lines(),  # type: ignore[arg-type]
+                        spend=spend.total if spend.budget is not None else None)
 

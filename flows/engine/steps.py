@@ -22,6 +22,7 @@ from evalduck.flows.engine.cache_ledger import CacheLedger, target_parts
 from evalduck.flows.engine.cells import error_text
 from evalduck.flows.engine.dispatch import LocalDispatch
 from evalduck.flows.engine.plan import EngineServices, MisconfiguredRun, RunPlan
+from evalduck.flows.engine.spend import BudgetReached, Spend, kept_spend
 from evalduck.flows.engine.tasks import (
     NOT_SCORABLE,
     RateLimiter,
@@ -58,6 +59,8 @@ class StepRunner:
         budget = current_budget()  # a sweep's runs share one rate, and compute a step once (flows/engine/budget.py)
         self.limiter = budget.limiter if budget is not None else RateLimiter(plan.options.judge_rpm)
         self.in_flight = budget.in_flight if budget is not None else None
+        resumed = plan.todo is not None and plan.options.max_cost is not None  # a budget counts the whole run's spend
+        self.spend = Spend(plan.options.max_cost, kept_spend(plan.store, plan.run_id) if resumed else 0.0)
         self.ledger = CacheLedger(plan.cache_dir, refresh=plan.options.refresh)  # each step's last key per item
         self.step_tasks: dict[str, Task[..., Any]] = {}
         self.chunk_tasks: dict[str, Task[..., Any]] = {}
@@ -81,6 +84,7 @@ class StepRunner:
         target = self.plan.target
         assert self.target_task is not None
         key = target.cache_key(item)
+        self.spend.allow(f"target {target.label}")  # BudgetReached: the item is left for a resume
         async with self._once(f"target:{key}"):
             state = await self.dispatch.run(self.target_task, {
                 "cache_key": key, "item_id": item.item_id, "job": self.dispatch.target_job(item)})
@@ -90,6 +94,8 @@ class StepRunner:
             raise StepFailed(f"target {target.label}: {type(exc).__name__}: {exc}")
         self.ledger.target(target).note(item.item_id, key, state.name == "Cached", lambda: target_parts(target, item))
         result = await state.aresult()
+        if state.name != "Cached":
+            self.spend.add(result.get("usage") or [])
         return result["output"], result.get("latency_s")
 
     def for_item(self, item: DatasetItem, spent: list[Mapping[str, Any]], sample: int = 0) -> RunStep:
@@ -104,6 +110,10 @@ class StepRunner:
             try:
                 key = step.cache_key(ctx)
             except Exception as exc:  # noqa: BLE001 - the cell's error
+                return [exc]
+            try:
+                self.spend.allow(step.label)
+            except BudgetReached as exc:
                 return [exc]
             job = self.dispatch.judge_job(step, ctx, self.limiter)
             async with self._once(f"{step.label}:{key}"):
@@ -121,7 +131,8 @@ class StepRunner:
                 return [NotScorable(result[NOT_SCORABLE])]
             out = StepOutput.model_validate(result)
             if state.name != "Cached":
-                spent.extend(u.model_dump() for u in out.usage)
+                spent.extend(usage := [u.model_dump() for u in out.usage])
+                self.spend.add(usage)
             return [out]
 
         return run_step

@@ -88,6 +88,8 @@ def print_result(out: Console, err: Console, result: Any, api_url: str | None, l
         from evalduck.flows.report.cache_table import cache_table
 
         out.print(cache_table(result.cache, out))
+    if getattr(result, "max_cost", None) is not None and result.spend is not None:
+        out.print(f"spend ${result.spend:.4f} of budget ${result.max_cost:.4f} (max_cost)", style="dim", highlight=False)
     errored = sum(s["errored"] for s in result.summary["scorers"].values())
     if errored:
         ref = shell_word(result.run_id) or result.run_id

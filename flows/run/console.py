@@ -65,8 +65,15 @@ def print_summary(result: Any, api_url: str | None) -> None:
     names a server that outlives this process."""
     from evalduck.flows.report.summary import print_result
 
-    out = Console(width=None if sys.stdout.isatty() else 120)
-    print_result(out, Console(stderr=True, soft_wrap=True), result, api_url, api_url is not None)
+    out, err = Console(width=None if sys.stdout.isatty() else 120), Console(stderr=True, soft_wrap=True)
+    print_result(out, err, result, api_url, api_url is not None)
+    if getattr(result, "status", None) == "budget_exceeded" and result.spend is not None:
+        from evalduck.flows.report.text import literal
+        from evalduck.flows.run.max_cost import budget_line, cells_done, next_budget
+
+        budget = next_budget(result.spend, result.max_cost, *cells_done(result))
+        resume = f"run_evals(..., resume={result.run_id!r}, max_cost={budget:g})"
+        err.print(literal(budget_line(result, resume), style="yellow"), highlight=False)
 
 
 _registered = False

@@ -45,6 +45,9 @@ class EvalResult(BaseModel):
     report: str | None = Field(default=None, description="the run's HTML report, when one was written")
     cache: list[dict[str, Any]] | None = Field(
         default=None, description="explain_cache: per step {step, hits, misses, why: {what changed: count}}")
+    max_cost: float | None = Field(default=None, description="the run's budget in USD (max_cost), when it had one")
+    spend: float | None = Field(default=None, description="with a budget: what the run has spent in USD, stored "
+                                "cells of a resumed run included (status `budget_exceeded` when it stopped the run)")
 
 
 # summary rows, comparison rows, the HTML report written
@@ -128,4 +131,5 @@ def eval_result(prepared: Prepared, executed: Executed, report: Report, flow_run
                  "scorers": {r["scorer"]: {k: v for k, v in r.items() if k != "scorer"} for r in rows}},
         db=str(plan.store.path), previous_run_id=prepared.previous, comparison=comparison, flow_run_id=flow_run_id,
         report=str(written.path) if written else None, cache=executed.cache if plan.options.explain_cache else None,
+        max_cost=plan.options.max_cost, spend=executed.spend,
     )

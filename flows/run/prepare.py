@@ -22,6 +22,7 @@ from evalduck.flows.inputs.datasets import Dataset, DatasetError, dataset_from_r
 from evalduck.flows.inputs.registry import Skipped, build_scorers
 from evalduck.flows.inputs.targets import Target, resolve_target
 from evalduck.flows.project.defaults import default_cache_dir
+from evalduck.flows.run.max_cost import refuse_unpriced
 from evalduck.flows.store import Store, StoreDiskError, check_resume_dataset, default_db_path
 from evalduck.scorers import Scorer
 
@@ -124,6 +125,7 @@ def prepare_run(
     tgt = resolve_target(target, system_prompt=o.target_system_prompt, api_base=o.target_api_base,
                          timeout=o.target_timeout_s)
     _check_outputs(dataset, tgt, built)
+    refuse_unpriced(built, tgt, o)  # a budget needs a price for every model the run calls (flows/run/max_cost.py)
     portable = None
     if o.runner == "dask":  # a scorer or target that cannot reach a worker stops here, named
         from evalduck.flows.engine.dispatch import portables
@@ -135,6 +137,8 @@ def prepare_run(
         store = Store(o.db if o.db is not None else default_db_path())
     ran = _ran(built, skipped)
     run_config = _run_config(config, built, tgt, ran)
+    if o.max_cost is not None:  # `evalduck show` shows the spend against it
+        run_config.setdefault("max_cost", o.max_cost)
     with _run_start(), store.held():  # the operations below in a row: one opening of the file, not one each
         run_id, todo, previous = _started(store, o, dataset, [r["id"] for r in ran], logger)
         store.start_run(run_id, o.name, dataset.source, dataset.hash, run_config, flow_run_id,

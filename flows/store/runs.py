@@ -20,8 +20,9 @@ from evalduck.flows.store.upsert import ITEM_COLUMNS, RUN_SCORER_COLUMNS, replac
 __all__ = ("RUN_STATUSES", "check_status", "evalduck_version", "record_start", "set_status")
 
 # `interrupted`: the store found the run `running` with its writer process gone (killed, or its machine
-# restarted); it is set on open, never by a writer.
-RUN_STATUSES = ("running", "completed", "failed", "cancelled", "interrupted")
+# restarted); it is set on open, never by a writer. `budget_exceeded`: its spend reached its budget (max_cost),
+# so it sent no new request; its cells in flight were stored, the others are missing (flows/engine/spend.py).
+RUN_STATUSES = ("running", "completed", "failed", "cancelled", "interrupted", "budget_exceeded")
 
 
 def evalduck_version() -> str | None:

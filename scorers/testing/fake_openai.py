@@ -44,6 +44,7 @@ __all__ = (
     "Reply",
     "default_responder",
     "request_step",
+    "tiktoken_usage",
     "split_sentences",
 )
 
@@ -52,6 +53,7 @@ CANARY_KEY = "sk-evalduck-canary-0123456789abcdef"
 
 Request = dict[str, Any]
 VerdictFn = Callable[[str], str]
+UsageFn = Callable[[Request, str], tuple[int, int]]  # (request, answer text) -> (prompt, completion) tokens
 
 
 
@@ -243,6 +245,8 @@ class FakeOpenAIServer:
         responder: ``fn(request_body) -> content`` for unscripted requests (default: ``default_responder``).
         verdict_for: with the default responder, the verdict per statement (default "yes").
         port: 0 for an ephemeral port.
+        usage: the usage each answer reports, ``fn(request, answer text) -> (prompt, completion tokens)``
+            (``tiktoken_usage()``: counted as a provider counts them); default: characters / 4.
     """
 
     def __init__(
@@ -253,8 +257,10 @@ class FakeOpenAIServer:
         verdict_for: VerdictFn | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        usage: UsageFn | None = None,
     ) -> None:
         self.latency = latency
+        self.usage = usage
         self.responder = responder or (lambda req: default_responder(req, verdict_for))
         self._state = _State()
         self._closing = threading.Event()
@@ -440,10 +446,40 @@ class NoisyOpenAIServer(FakeOpenAIServer):
         return out
 
 
-def _completion_body(req: Request, content: Any, n: int) -> bytes:
+def tiktoken_usage(encoding: str = "o200k_base") -> UsageFn:
+    """Usage counted as OpenAI's chat API counts it (its cookbook's rule): each message's role and content tokens
+    plus 3, 3 for the answer's priming, and a ``json_schema`` response format's schema as JSON text; the answer's
+    tokens as completion. ``encoding``: tiktoken's, read from litellm's bundled copies (no download)."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("litellm")
+    if spec is not None and spec.submodule_search_locations:
+        bundled = os.path.join(list(spec.submodule_search_locations)[0], "litellm_core_utils", "tokenizers")
+        os.environ.setdefault("TIKTOKEN_CACHE_DIR", bundled)
+    import tiktoken
+
+    enc = tiktoken.get_encoding(encoding)
+
+    def count(req: Request, text: str) -> tuple[int, int]:
+        prompt = 3
+        for message in req.get("messages", []):
+            prompt += 3 + len(enc.encode(str(message.get("role", "")))) + len(enc.encode(str(message.get("content") or "")))
+        schema = ((req.get("response_format") or {}).get("json_schema") or {}).get("schema")
+        if schema:
+            prompt += len(enc.encode(json.dumps(schema)))
+        return prompt, len(enc.encode(text))
+
+    return count
+
+
+def _completion_body(req: Request, content: Any, n: int, usage: UsageFn | None = None) -> bytes:
     text = content if isinstance(content, str) else json.dumps(content)
-    prompt_chars = sum(len(str(m.get("content", ""))) for m in req.get("messages", []))
-    prompt_tokens, completion_tokens = prompt_chars // 4 + 1, len(text) // 4 + 1
+    if usage is not None:
+        prompt_tokens, completion_tokens = usage(req, text)
+    else:
+        prompt_chars = sum(len(str(m.get("content", ""))) for m in req.get("messages", []))
+        prompt_tokens, completion_tokens = prompt_chars // 4 + 1, len(text) // 4 + 1
     body = {
         "id": f"chatcmpl-fake-{n}",
         "object": "chat.completion",
@@ -501,7 +537,7 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 if reply.close_without_reply:
                     self.close_connection = True
                     return
-                body = reply.raw_body if reply.raw_body is not None else _completion_body(req, reply.content, n)
+                body = reply.raw_body if reply.raw_body is not None else _completion_body(req, reply.content, n, server.usage)
                 self._send(reply.status, body, reply.headers, cut_at=reply.cut_body_at)
             finally:
                 server._done()

@@ -9,8 +9,9 @@ from evalduck.flows.cli import app
 from evalduck.flows.cli.run import _PARAM_OF_FIELD
 from evalduck.flows.config import EvalConfig, RunOptions
 
-# Options of `run` that are not run options: what to evaluate, how the terminal shows it, which server.
-NOT_RUN_OPTIONS = {"dataset", "scorers", "target", "verbose", "ephemeral"}
+# Options of `run` that are not run options: what to evaluate, how the terminal shows it, which server, and
+# `--dry-run` (`--format`), the run's preflight instead of the run.
+NOT_RUN_OPTIONS = {"dataset", "scorers", "target", "verbose", "ephemeral", "dry_run", "output_format"}
 GLOBAL = {"db"}  # `evalduck --db PATH run ...`, shared by every command
 
 

@@ -19,8 +19,10 @@ SCORER = "answer-relevancy-scorer"
 
 def test_run_evals_takes_every_run_option_as_a_keyword_and_no_other() -> None:
     params = set(inspect.signature(run_evals.fn).parameters)
-    # `quiet` is how this call shows the run in the caller's terminal, not a run option (no result changes).
-    assert params - {"data", "scorers", "target", "on_item_complete", "options", "quiet"} == set(RunOptions.model_fields)
+    # `quiet` is how this call shows the run in the caller's terminal, not a run option (no result changes);
+    # `dry_run` asks for the run's preflight instead of the run (no flow run: not a field of the UI's form).
+    assert params - {"data", "scorers", "target", "on_item_complete", "options", "quiet", "dry_run"} == set(
+        RunOptions.model_fields)
     assert set(EvalConfig.model_fields) - {"dataset", "scorers", "target"} == set(RunOptions.model_fields)
 
 
