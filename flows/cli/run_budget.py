@@ -41,8 +41,7 @@ def check_budget(err: Console, config: EvalConfig) -> None:
     except UnpricedModelError as exc:
         print_error(exc, err)
         raise typer.Exit(1) from None
-    # TODO(issue 28, preflight): the refusal of a run whose preflight's low estimate is above --max-cost goes
-    # here too (exit 1, one line with the estimate and the budget), before the server starts.
+    # A low estimate above the budget is refused by the run's own checks (flows/run/max_cost.py), in one line.
 
 
 def with_max_cost(command: str, budget: float) -> str:

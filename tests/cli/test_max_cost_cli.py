@@ -22,7 +22,9 @@ from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 CLI = str(Path(sys.executable).with_name("evalduck"))
 MODEL = "openai/fake-judge"
-PRICE = 1e-6  # USD per prompt token (completion tokens free)
+PRICE = 1e-6  # USD per prompt token
+OUT_PRICE, COMPLETION = 1e-5, 400  # per completion token, and what the fake judge reports (above the preflight's
+# low estimate, so the budget below starts the run and stops it part-way: tests/flows/test_max_cost.py)
 ITEMS = 80
 STEPS = 3  # judge requests per answer-relevancy cell
 PRICES = f'''\
@@ -30,7 +32,7 @@ import os
 
 import litellm
 
-litellm.register_model({{"{MODEL}": {{"input_cost_per_token": {PRICE}, "output_cost_per_token": 0.0,
+litellm.register_model({{"{MODEL}": {{"input_cost_per_token": {PRICE}, "output_cost_per_token": {OUT_PRICE},
                                      "litellm_provider": "openai", "mode": "chat"}}}})
 
 from evalduck.scorers import create_answer_relevancy_scorer
@@ -60,9 +62,12 @@ def _stored(folder: Path, query: str) -> list[tuple[Any, ...]]:
         con.close()
 
 
+def _prompt_tokens(request: dict[str, Any]) -> int:
+    return sum(len(str(m.get("content", ""))) for m in request.get("messages", [])) // 4 + 1
+
+
 def _request_cost(request: dict[str, Any]) -> float:
-    chars = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
-    return (chars // 4 + 1) * PRICE
+    return _prompt_tokens(request) * PRICE + COMPLETION * OUT_PRICE
 
 
 @pytest.fixture
@@ -71,14 +76,14 @@ def project(tmp_path: Path, prefect_harness: None) -> Iterator[tuple[Path, FakeO
     (tmp_path / "data.jsonl").write_text("".join(json.dumps({
         "id": f"q{i}", "input": f"What is the capital of country number {i}?",
         "output": f"The capital of country {i} is City{i}. It has a famous museum."}) + "\n" for i in range(ITEMS)))
-    with FakeOpenAIServer(latency=0.02) as judge:
+    with FakeOpenAIServer(latency=0.02, usage=lambda req, answer: (_prompt_tokens(req), COMPLETION)) as judge:
         yield tmp_path, judge
 
 
 def test_a_run_stopped_by_its_budget_names_the_command_that_finishes_it(project: tuple[Path, FakeOpenAIServer]) -> None:
     folder, judge = project
     common = ("run", "data.jsonl", "-s", "prices:relevancy", "--in-process-judge", "--no-report", "--concurrency", "4")
-    budget = 0.4 * ITEMS * STEPS * 265 * PRICE  # ~265 prompt tokens a request: stops near 40% of the cells
+    budget = 0.4 * ITEMS * STEPS * (265 * PRICE + COMPLETION * OUT_PRICE)  # ~265 prompt tokens: stops near 40%
     first = evalduck(folder, judge, *common, "--max-cost", f"{budget:.6f}")
     assert first.returncode == 1, first.stdout + first.stderr
     (run_id, status), = _stored(folder, "SELECT run_id, status FROM runs")

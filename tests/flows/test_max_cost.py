@@ -16,11 +16,14 @@ from flow_helpers import judge_scorer, rows
 from evalduck.flows import run_evals
 from evalduck.flows.cli.run_budget import with_max_cost
 from evalduck.flows.engine.spend import BudgetReached, Spend
-from evalduck.flows.run.max_cost import UnpricedModelError, next_budget
+from evalduck.flows.run.max_cost import OverBudgetError, UnpricedModelError, next_budget
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
 MODEL = "openai/fake-judge"
-PRICE = 1e-6  # USD per prompt token; completion tokens free, so each request's cost follows from its prompt alone
+PRICE = 1e-6  # USD per prompt token
+OUT_PRICE, COMPLETION = 1e-5, 400  # per completion token, and what the fake judge reports: more than the
+# preflight's low estimate (no history: 50), so a budget between that estimate and the real cost starts the run
+# (a budget below the low estimate is refused before it: flows/run/max_cost.py) and stops it part-way
 CONCURRENCY = 4
 ITEMS = 200
 STEPS = 3  # answer-relevancy-scorer's judge requests per cell: preprocess, analyze, generate_reason
@@ -31,16 +34,24 @@ def priced() -> Iterator[None]:
     """A litellm custom price for the fake judge's model, in this process (the flow's: judge_process=False)."""
     import litellm
 
-    litellm.register_model({MODEL: {"input_cost_per_token": PRICE, "output_cost_per_token": 0.0,
+    litellm.register_model({MODEL: {"input_cost_per_token": PRICE, "output_cost_per_token": OUT_PRICE,
                                     "litellm_provider": "openai", "mode": "chat"}})
     yield
     litellm.model_cost.pop(MODEL, None)
 
 
+def _prompt_tokens(request: dict) -> int:
+    return sum(len(str(m.get("content", ""))) for m in request.get("messages", [])) // 4 + 1
+
+
+def _usage(request: dict, answer: str) -> tuple[int, int]:
+    """The usage the fake judge reports: chars // 4 + 1 prompt tokens, COMPLETION completion tokens."""
+    return _prompt_tokens(request), COMPLETION
+
+
 def _request_cost(request: dict) -> float:
-    """What litellm prices one request at: the fake judge counts chars // 4 + 1 prompt tokens."""
-    chars = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
-    return (chars // 4 + 1) * PRICE
+    """What litellm prices one request at."""
+    return _prompt_tokens(request) * PRICE + COMPLETION * OUT_PRICE
 
 
 def _stored(db: str, query: str, *args: object) -> list[tuple]:
@@ -56,7 +67,7 @@ def test_a_budget_stops_a_run_mid_way_and_a_resume_finishes_it_with_every_cell_o
     workdir: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-key-for-tests")
-    with FakeOpenAIServer(latency=0.02) as judge:
+    with FakeOpenAIServer(latency=0.02, usage=_usage) as judge:
         scorer = judge_scorer(judge)
         run = {"scorers": [scorer], "concurrency": CONCURRENCY, "judge_process": False, "report": False,
                "quiet": True, **workdir}
@@ -84,8 +95,11 @@ def test_a_budget_stops_a_run_mid_way_and_a_resume_finishes_it_with_every_cell_o
         cut = _stored(db, "SELECT error FROM scores WHERE run_id = ? AND status = 'error'", first.run_id)
         assert all("not sent, the run's spend" in e for (e,) in cut)  # cut part-way: an error with what it spent
 
-        again = run_evals(data, resume=first.run_id, max_cost=budget, **run)  # the whole run's spend counts
-        assert again.status == "budget_exceeded" and judge.request_count == len(asked)
+        # Resumed with the same budget: what is left costs more than all of it (the preflight now knows this
+        # judge's answers from the stored cells), so it is refused before it starts, nothing sent.
+        with pytest.raises(OverBudgetError, match="above the budget even at the low estimate"):
+            run_evals(data, resume=first.run_id, max_cost=budget, **run)
+        assert judge.request_count == len(asked)
 
         done = run_evals(data, resume=first.run_id, max_cost=next_budget(spent, budget, scored, ITEMS) * 2, **run)
         assert done.status == "completed"
@@ -96,6 +110,13 @@ def test_a_budget_stops_a_run_mid_way_and_a_resume_finishes_it_with_every_cell_o
         assert len({json.dumps(r["messages"], sort_keys=True) for r in asked}) == ITEMS * STEPS
         # What the whole run cost: every request priced once (a cut cell's first steps among them).
         assert done.spend == pytest.approx(sum(_request_cost(r) for r in asked))
+
+        # A budget below the preflight's low estimate: refused before the run, nothing sent or stored.
+        with pytest.raises(OverBudgetError, match=r"--max-cost 0.001: the run's 600 requests to send are estimated "
+                                                  r"at \$\d+\.\d{4} to \$\d+\.\d{4}, above the budget"):
+            run_evals(data, max_cost=0.001, **{**run, "cache_dir": workdir["cache_dir"] + "-fresh",
+                                               "db": str(Path(db).with_name("refused.duckdb"))})
+        assert judge.request_count == len(asked) and not Path(db).with_name("refused.duckdb").exists()
 
 
 @pytest.mark.usefixtures("prefect_harness")
