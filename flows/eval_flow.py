@@ -63,6 +63,10 @@ def _execute(call: _Call) -> EvalResult:
     flow_ctx = FlowRunContext.get()
     flow_run_id = str(flow_ctx.flow_run.id) if flow_ctx and flow_ctx.flow_run else None
     sink = current_sink()
+    if call.options.max_cost is not None:  # a budget its preflight's low estimate fits in (imported only then)
+        from evalduck.flows.run.over_budget import refuse_over_budget
+
+        refuse_over_budget(call.data, call.scorers, call.target, call.options)
     prepared = prepare_run(data=call.data, scorers=call.scorers, target=call.target, options=call.options,
                            on_item_complete=call.on_item_complete, config=call.config, flow_run_id=flow_run_id,
                            sink=sink, logger=logger)

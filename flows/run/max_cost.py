@@ -14,14 +14,10 @@ from evalduck.flows.config import RunOptions
 from evalduck.flows.inputs.targets import Target
 from evalduck.scorers import JudgeSettings, Scorer
 
-__all__ = ("OverBudgetError", "UnpricedModelError", "refuse_over_budget", "paid_models", "model_priced", "refuse_unpriced", "budget_line", "next_budget")
+__all__ = ("UnpricedModelError", "paid_models", "model_priced", "refuse_unpriced", "budget_line", "next_budget")
 
 # litellm's per-call prices (completion(..., input_cost_per_token=...)): a judge's `extra` giving one prices it.
 _CALL_PRICES = ("input_cost_per_token", "output_cost_per_token", "input_cost_per_second", "output_cost_per_second")
-
-
-class OverBudgetError(EvalduckError, ValueError):
-    """A budget was set and the preflight's low estimate of the run's cost is above it (exit 1)."""
 
 
 class UnpricedModelError(EvalduckError, ValueError):
@@ -67,26 +63,6 @@ def refuse_unpriced(scorers: Iterable[Scorer], target: Target, options: RunOptio
             f"--max-cost {options.max_cost:g}: litellm has no price for {', '.join(unpriced)}, so its requests "
             "could not count toward the budget; give it a price (litellm.register_model, or input_cost_per_token "
             "in the judge's options) or add --allow-unpriced (allow_unpriced=True) to count it as free")
-
-
-def refuse_over_budget(data: Any, scorers: Any, target: Any, options: RunOptions) -> None:
-    """Before the run: with a budget, the preflight's low estimate of what it will send (flows/run/preflight.py,
-    as `--dry-run` prints it) must fit in it. On a resume the estimate covers the cells left and is held against
-    the whole budget (the spend already stored counts once the run goes: flows/engine/spend.py).
-
-    Raises:
-        OverBudgetError: one line with the estimate, the budget and what to do.
-    """
-    if options.max_cost is None:
-        return
-    from evalduck.flows.run.preflight import preflight  # litellm's token counter: only for a run with a budget
-
-    estimate = preflight(data=data, scorers=scorers, target=target, options=options)
-    if estimate.cost_low > options.max_cost:
-        raise OverBudgetError(
-            f"--max-cost {options.max_cost:g}: the run's {sum(line.to_send for line in estimate.lines):,} requests "
-            f"to send are estimated at ${estimate.cost_low:.4f} to ${estimate.cost_high:.4f}, above the budget even "
-            "at the low estimate; nothing was sent. Raise --max-cost, or see where it goes with --dry-run")
 
 
 def next_budget(spend: float, budget: float, done: int, total: int) -> float:

@@ -22,7 +22,7 @@ from evalduck.flows.inputs.datasets import Dataset, DatasetError, dataset_from_r
 from evalduck.flows.inputs.registry import Skipped, build_scorers
 from evalduck.flows.inputs.targets import Target, resolve_target
 from evalduck.flows.project.defaults import default_cache_dir
-from evalduck.flows.run.max_cost import refuse_over_budget, refuse_unpriced
+from evalduck.flows.run.max_cost import refuse_unpriced
 from evalduck.flows.store import Store, StoreDiskError, check_resume_dataset, default_db_path
 from evalduck.scorers import Scorer
 
@@ -126,7 +126,6 @@ def prepare_run(
                          timeout=o.target_timeout_s)
     _check_outputs(dataset, tgt, built)
     refuse_unpriced(built, tgt, o)  # a budget needs a price for every model the run calls (flows/run/max_cost.py)
-    refuse_over_budget(data, scorers, target, o)  # ... and room for the preflight's low estimate
     portable = None
     if o.runner == "dask":  # a scorer or target that cannot reach a worker stops here, named
         from evalduck.flows.engine.dispatch import portables

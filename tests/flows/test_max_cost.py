@@ -16,10 +16,11 @@ from flow_helpers import judge_scorer, rows
 from evalduck.flows import run_evals
 from evalduck.flows.cli.run_budget import with_max_cost
 from evalduck.flows.engine.spend import BudgetReached, Spend
-from evalduck.flows.run.max_cost import OverBudgetError, UnpricedModelError, next_budget
+from evalduck.flows.run.max_cost import UnpricedModelError, next_budget
+from evalduck.flows.run.over_budget import OverBudgetError
 from evalduck.scorers.testing.fake_openai import FakeOpenAIServer
 
-MODEL = "openai/fake-judge"
+MODEL = "openai/fake-judge-priced"  # a name of its own: litellm keeps what register_model learnt in this process
 PRICE = 1e-6  # USD per prompt token
 OUT_PRICE, COMPLETION = 1e-5, 400  # per completion token, and what the fake judge reports: more than the
 # preflight's low estimate (no history: 50), so a budget between that estimate and the real cost starts the run
@@ -68,7 +69,7 @@ def test_a_budget_stops_a_run_mid_way_and_a_resume_finishes_it_with_every_cell_o
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-key-for-tests")
     with FakeOpenAIServer(latency=0.02, usage=_usage) as judge:
-        scorer = judge_scorer(judge)
+        scorer = judge_scorer(judge, model=MODEL)
         run = {"scorers": [scorer], "concurrency": CONCURRENCY, "judge_process": False, "report": False,
                "quiet": True, **workdir}
         data = rows(ITEMS)

@@ -127,8 +127,9 @@ def test_token_estimates_are_within_ten_percent_of_the_reported_usage(
 @pytest.mark.usefixtures("prefect_harness")
 def test_a_dry_run_creates_no_flow_run_no_file_and_no_row(judge: FakeOpenAIServer, workdir: dict[str, str]) -> None:
     before = _flow_runs()
-    line = _dry(_rows(3, "museum"), judge, workdir).lines[0]
-    assert line.price == "unknown price" and line.cost_low is None  # openai/fake-judge: not in litellm's map
+    unpriced = {"model": "openai/fake-judge-never-priced"}  # not in litellm's map (no test registers a price for it)
+    line = _dry(_rows(3, "museum"), judge, workdir, **unpriced).lines[0]
+    assert line.price == "unknown price" and line.cost_low is None
     assert _flow_runs() == before
     assert not Path(workdir["db"]).exists() and not Path(workdir["cache_dir"]).exists()
 
