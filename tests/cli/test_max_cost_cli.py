@@ -25,7 +25,7 @@ MODEL = "openai/fake-judge"
 PRICE = 1e-6  # USD per prompt token
 OUT_PRICE, COMPLETION = 1e-5, 400  # per completion token, and what the fake judge reports (above the preflight's
 # low estimate, so the budget below starts the run and stops it part-way: tests/flows/test_max_cost.py)
-ITEMS = 80
+ITEMS = 40
 STEPS = 3  # judge requests per answer-relevancy cell
 PRICES = f'''\
 import os

@@ -23,7 +23,7 @@ from evalduck.scorers.testing.fake_openai import FakeOpenAIServer, default_respo
 
 CLI = str(Path(sys.executable).with_name("evalduck"))
 QUESTIONS = ["Can I return it?", "Is the shop open on Sunday?", "Do you ship abroad?", "How long is the warranty?",
-             "Can I pay by card?", "Where is my order?", "Is it waterproof?", "Does it come in blue?"]
+             "Can I pay by card?", "Where is my order?"]
 TARGETS = '''\
 def a(question):
     return f"You asked: {question} Yes, that works. Our team is glad to help you today."
