@@ -56,33 +56,32 @@ def test_never_more_held_than_there_are_slots_across_loops() -> None:
 
 
 def test_freed_slots_go_round_robin_between_runs() -> None:
-    """Run a queues all its items before run b queues any; with one slot they still take turns."""
+    """Run a queues all its items before run b queues any; with one slot they still take turns. a's first item
+    holds the slot until b's items wait too, so the order does not depend on how fast the threads start."""
     slots = Slots(1)
     order: list[str] = []
-    a_queued = threading.Event()
+    a_queued, b_queued = threading.Event(), threading.Event()
 
-    def run(holder: str, wait_for: threading.Event | None) -> Callable[[], Coroutine[Any, Any, None]]:
+    def run(holder: str) -> Callable[[], Coroutine[Any, Any, None]]:
         async def main() -> None:
-            if wait_for is not None:
-                await asyncio.to_thread(wait_for.wait)
+            if holder == "b":
+                await asyncio.to_thread(a_queued.wait, 30)
 
-            async def item() -> None:
+            async def item(first: bool) -> None:
                 async with slots.for_holder(holder):
                     order.append(holder)
-                    await asyncio.sleep(0.01)
+                    if first and holder == "a":
+                        await asyncio.to_thread(b_queued.wait, 30)
 
-            tasks = [asyncio.create_task(item()) for _ in range(5)]
-            await asyncio.sleep(0.005)  # every item of this run waits (or holds the slot) now
-            if holder == "a":
-                a_queued.set()
+            tasks = [asyncio.create_task(item(i == 0)) for i in range(5)]
+            await asyncio.sleep(0.05)  # every item of this run holds the slot or waits for it now
+            (a_queued if holder == "a" else b_queued).set()
             await asyncio.gather(*tasks)
 
         return main
 
-    on_threads(run("a", None), run("b", a_queued))
-    first_b = order.index("b")
-    assert first_b <= 2, order  # b's first item comes as soon as b waits, not after a's five
-    assert order[first_b:first_b + 6] == ["b", "a"] * 3, order
+    on_threads(run("a"), run("b"))
+    assert order == ["a", "a", "b", "a", "b", "a", "b", "a", "b", "b"], order
 
 
 def test_a_cancelled_waiter_loses_no_slot() -> None:
