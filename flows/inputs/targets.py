@@ -110,9 +110,8 @@ class Target:
         output = await _in_daemon_thread(fn, value, f"target {self.label}")
         return await output if inspect.isawaitable(output) else output
 
-    async def _ask_model(self, item: DatasetItem, transport: JudgeTransport | None) -> dict[str, Any]:
-        # The judge's request path: same transport, same error classes (transient vs config), no retries.
-        assert self.settings is not None
+    def messages(self, item: DatasetItem) -> list[dict[str, str]]:
+        """What a ``model:`` target sends for the item: its system prompt, then the item's input as chat."""
         messages: list[dict[str, str]] = []
         if self.system_prompt:
             messages.append({"role": "system", "content": self.system_prompt})
@@ -120,7 +119,13 @@ class Target:
             messages.append({"role": "user", "content": item.input})
         else:
             messages.extend({"role": m["role"], "content": m["content"]} for m in item.input)
-        content, usage = await complete(self.settings, messages, label=f"target {self.label}", transport=transport)
+        return messages
+
+    async def _ask_model(self, item: DatasetItem, transport: JudgeTransport | None) -> dict[str, Any]:
+        # The judge's request path: same transport, same error classes (transient vs config), no retries.
+        assert self.settings is not None
+        content, usage = await complete(self.settings, self.messages(item), label=f"target {self.label}",
+                                        transport=transport)
         return {"output": content or "", "usage": [usage.model_dump(mode="json")]}
 
 

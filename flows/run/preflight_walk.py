@@ -67,15 +67,8 @@ def scorer_input(item: DatasetItem, output: Any) -> ScorerInput:
 
 
 def target_messages(target: Target, item: DatasetItem) -> list[dict[str, str]]:
-    """What a ``model:`` target sends for the item (flows/inputs/targets.py ``Target._ask_model``)."""
-    messages: list[dict[str, str]] = []
-    if target.system_prompt:
-        messages.append({"role": "system", "content": target.system_prompt})
-    if isinstance(item.input, str):
-        messages.append({"role": "user", "content": item.input})
-    else:
-        messages.extend({"role": m["role"], "content": m["content"]} for m in item.input)
-    return messages
+    """What a ``model:`` target sends for the item (``Target.messages``, what its call sends)."""
+    return target.messages(item)
 
 
 def _run_code(step: Step, ctx: StepContext) -> Any:

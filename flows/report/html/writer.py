@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from evalduck.flows.report.html.stats import DEFAULT_LAST
 from evalduck.flows.store import Store
 
-__all__ = ("WrittenReport", "default_report_path", "write_report")
+__all__ = ("WrittenReport", "default_report_path", "write_report", "write_whole")
 
 
 class WrittenReport(BaseModel):
@@ -35,6 +35,20 @@ def default_report_path(store: Store, name: str | None, run_id: str) -> Path:
     return folder / "reports" / f"{slug[:80]}-{run_id}.html"
 
 
+def write_whole(target: Path, content: bytes) -> None:
+    """``content`` to ``target`` through a temporary file beside it: the file appears whole or not at all."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask decides, as for any file
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def write_report(
     store: Store, run: str, *, against: str | None = None, compare_previous: bool = True, last: int = DEFAULT_LAST,
     path: Path | None = None, ui_url: str | None = None,
@@ -48,14 +62,5 @@ def write_report(
     run_id = data.header.run.run_id
     target = path if path is not None else default_report_path(store, data.header.run.name, run_id)
     html = render_html(data).encode("utf-8")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask decides, as for any file
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(html)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_whole(target, html)
     return WrittenReport(path=target, bytes=len(html), seconds=time.perf_counter() - started, run_id=run_id)

@@ -4,9 +4,7 @@ candidate run's report is written too where it is missing, so that the page's li
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +13,7 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel
 
+from evalduck.flows.report.html.writer import write_whole
 from evalduck.flows.store import Store
 
 __all__ = ("WrittenSweepReport", "default_sweep_report_path", "write_sweep_report")
@@ -40,20 +39,6 @@ def default_sweep_report_path(store: Store, name: str | None, sweep_id: str) -> 
     return folder / "reports" / f"sweep-{slug[:80]}-{sweep_id[:8]}.html"
 
 
-def _write_whole(target: Path, content: bytes) -> None:
-    """``content`` to ``target`` through a temporary file beside it: the file appears whole or not at all."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask decides, as for any file
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(content)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def write_sweep_report(store: Store, sweep: str | Mapping[str, Any], *, path: Path | None = None,
                        ui_url: str | None = None, by: str | None = None) -> WrittenSweepReport:
     """Gather, render and write the report of ``sweep`` (an id, id prefix, name or `latest`, or its `sweeps`
@@ -75,7 +60,7 @@ def write_sweep_report(store: Store, sweep: str | Mapping[str, Any], *, path: Pa
     target = path if path is not None else default_sweep_report_path(store, data.header.name, data.header.sweep_id)
     runs = linked_runs(store, data.runs, target, ui_url)
     html = render_sweep_html(replace(data, runs=runs)).encode("utf-8")
-    _write_whole(target, html)
+    write_whole(target, html)
     linked = [(target.parent / unquote(r.href)).resolve() for r in runs if r.href is not None]
     return WrittenSweepReport(path=target, bytes=len(html), seconds=time.perf_counter() - started,
                               sweep_id=data.header.sweep_id, run_reports=linked)
